@@ -1,0 +1,43 @@
+"""`chunk_text`: document text in, exact-offset chunk spans out (pure, no I/O)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ragloom.chunking.policy import ChunkPolicy
+from ragloom.chunking.prose import absorb_short, pack_paragraphs, paragraph_spans
+from ragloom.chunking.sections import fold_short_parents, split_sections
+from ragloom.chunking.spans import trim
+from ragloom.models import ChunkSpan
+
+DEFAULT_POLICY = ChunkPolicy()
+
+
+def _metadata(mode: str, headings: tuple[str, ...]) -> dict[str, Any]:
+    """Per-chunk metadata: the heading path in markdown mode, nothing in prose mode."""
+    return {"headings": list(headings)} if mode == "markdown" else {}
+
+
+def chunk_text(text: str, policy: ChunkPolicy = DEFAULT_POLICY) -> list[ChunkSpan]:
+    """Cut a document into trimmed, bounded, ordered spans for indexing."""
+    whole = trim(text, 0, len(text))
+    if whole is None:
+        return []
+    if policy.max_chars == 0:
+        start, end = whole
+        return [ChunkSpan(text[start:end], start, end, _metadata(policy.mode, ()))]
+    # A document shorter than min_chars is not a fragment: keep all of it.
+    min_chars = policy.min_chars if whole[1] - whole[0] >= policy.min_chars else 0
+    sections, fences = split_sections(text, policy.mode)
+    found: list[tuple[int, int, tuple[str, ...]]] = []
+    for section in fold_short_parents(sections, min_chars):
+        paragraphs = paragraph_spans(text, section.start, section.end, fences)
+        pieces = pack_paragraphs(text, paragraphs, policy.max_chars, policy.overlap, min_chars)
+        for start, end in absorb_short(pieces, policy.max_chars, min_chars):
+            found.append((start, end, section.headings))
+    kept = [piece for piece in found if piece[1] - piece[0] >= min_chars + 5]
+    # Never lose a whole document to fragment dropping: if nothing survives, keep the pieces.
+    return [
+        ChunkSpan(text[start:end], start, end, _metadata(policy.mode, headings))
+        for start, end, headings in (kept or found)
+    ]

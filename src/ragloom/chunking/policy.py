@@ -1,0 +1,87 @@
+"""The chunking configuration: validated on construction and round-trippable through JSON."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields
+from typing import Any
+
+from ragloom.errors import InputError
+
+MODES = ("prose", "markdown")
+
+
+def _check_int(name: str, value: Any) -> None:
+    """Reject non-integers (including bools) so a config typo fails loudly."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InputError(
+            f"chunk policy: {name} must be an integer, got {value!r}",
+            f"set {name} to a whole number of characters",
+        )
+
+
+@dataclass(frozen=True)
+class ChunkPolicy:
+    """How a document is cut into chunks; `to_dict()` fingerprints it for the index."""
+
+    mode: str = "prose"
+    max_chars: int = 400
+    overlap: int = 80
+    min_chars: int = 20
+
+    def __post_init__(self) -> None:
+        """Validate eagerly so a bad policy fails before any document is read."""
+        if self.mode not in MODES:
+            raise InputError(
+                f"chunk policy: unknown mode {self.mode!r}",
+                f"use one of: {', '.join(MODES)}",
+            )
+        for name in ("max_chars", "overlap", "min_chars"):
+            _check_int(name, getattr(self, name))
+        if self.max_chars < 0:
+            raise InputError(
+                f"chunk policy: max_chars must be >= 0, got {self.max_chars}",
+                "use 0 to keep each document as a single chunk",
+            )
+        if self.overlap < 0:
+            raise InputError(
+                f"chunk policy: overlap must be >= 0, got {self.overlap}",
+                "use 0 for no overlap",
+            )
+        if self.max_chars > 0 and self.overlap >= self.max_chars:
+            raise InputError(
+                f"chunk policy: overlap ({self.overlap}) must be smaller than "
+                f"max_chars ({self.max_chars})",
+                "lower the overlap or raise max_chars",
+            )
+        if self.min_chars < 0:
+            raise InputError(
+                f"chunk policy: min_chars must be >= 0, got {self.min_chars}",
+                "use 0 to keep every fragment",
+            )
+        if self.max_chars > 0 and self.min_chars > self.max_chars:
+            raise InputError(
+                f"chunk policy: min_chars ({self.min_chars}) must not exceed "
+                f"max_chars ({self.max_chars})",
+                "lower min_chars or raise max_chars",
+            )
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-ready form, stable enough to fingerprint the chunking config."""
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> ChunkPolicy:
+        """Rebuild a policy from `to_dict()` output; missing keys take their defaults."""
+        if not isinstance(d, dict):
+            raise InputError(
+                f"chunk policy: expected a mapping, got {type(d).__name__}",
+                "pass the dict produced by ChunkPolicy.to_dict()",
+            )
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(d) - known)
+        if unknown:
+            raise InputError(
+                f"chunk policy: unknown field(s) {', '.join(map(str, unknown))}",
+                f"known fields are: {', '.join(sorted(known))}",
+            )
+        return cls(**d)

@@ -1,0 +1,77 @@
+"""Splitting one over-long stretch into overlapping pieces at sentence or word boundaries."""
+
+from __future__ import annotations
+
+from bisect import bisect_left, bisect_right
+
+from ragloom.chunking.sentences import (
+    first_word_start,
+    last_word_end,
+    safe_hard_cut,
+    sentence_bounds,
+)
+from ragloom.chunking.spans import Span, skip_space
+
+
+def _last_before(values: list[int], low: int, high: int) -> int | None:
+    """Largest value v in the sorted list with low < v <= high."""
+    i = bisect_right(values, high) - 1
+    return values[i] if i >= 0 and values[i] > low else None
+
+
+def _choose_cut(
+    text: str, pos: int, limit: int, floor: int, ends: list[int], half: int
+) -> int | None:
+    """Best piece end in (floor, limit]: a late sentence end, else a word end, else any end."""
+    cut = _last_before(ends, max(floor, pos + half), limit)
+    if cut is None:
+        cut = last_word_end(text, pos, limit)
+        if cut is not None and cut <= floor:
+            cut = None
+    if cut is None:
+        cut = _last_before(ends, floor, limit)
+    return cut
+
+
+def _overlap_start(text: str, pos: int, cut: int, overlap: int, starts: list[int]) -> int | None:
+    """Earliest sentence start (else word start) within `overlap` chars before `cut`."""
+    low = max(cut - overlap, pos + 1)
+    if low >= cut:
+        return None
+    i = bisect_left(starts, low)
+    if i < len(starts) and starts[i] < cut:
+        return starts[i]
+    return first_word_start(text, low, cut)
+
+
+def split_long(
+    text: str, start: int, end: int, max_chars: int, overlap: int, min_chars: int
+) -> list[Span]:
+    """Cut trimmed text[start:end] into pieces of <= max_chars that overlap by <= overlap."""
+    ends, starts = sentence_bounds(text, start, end)
+    half = max_chars // 2
+    pieces: list[Span] = []
+    pos = floor = start  # piece start, previous piece end
+    overlapped = False  # whether pos reaches back into the previous piece
+    while end - pos > max_chars:
+        limit = pos + max_chars
+        # Leave at least min_chars for the last piece when a boundary allows it.
+        preferred = min(limit, end - min_chars)
+        cut = _choose_cut(text, pos, preferred, floor, ends, half) if preferred > floor else None
+        if cut is None and preferred < limit:
+            cut = _choose_cut(text, pos, limit, floor, ends, half)
+        if cut is None and overlapped:  # the overlap left no room: restart without it
+            pos = skip_space(text, floor, end)
+            if end - pos <= max_chars:
+                break
+            limit = pos + max_chars
+            cut = _choose_cut(text, pos, limit, floor, ends, half)
+        if cut is None:  # a single word longer than max_chars
+            cut = safe_hard_cut(text, pos, limit)
+        pieces.append((pos, cut))
+        floor = cut
+        shifted = _overlap_start(text, pos, cut, overlap, starts) if overlap else None
+        overlapped = shifted is not None
+        pos = shifted if overlapped else skip_space(text, cut, end)
+    pieces.append((pos, end))
+    return pieces

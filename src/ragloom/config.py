@@ -1,0 +1,69 @@
+"""Per-collection configuration, stored with the collection so every process agrees."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from functools import lru_cache
+from typing import Any
+
+from ragloom.chunking import ChunkPolicy
+from ragloom.errors import InputError
+from ragloom.lexical import BM25Params
+from ragloom.text import TokenizerConfig
+
+CHUNK_MODES = ("auto", "prose", "markdown")
+
+
+@lru_cache(maxsize=64)
+def _with_mode(policy: ChunkPolicy, mode: str) -> ChunkPolicy:
+    return replace(policy, mode=mode)
+
+
+@dataclass(frozen=True)
+class CollectionConfig:
+    """Chunking, tokenization and BM25 settings of one collection.
+
+    `chunk_mode="auto"` chunks Markdown files by headings and everything else as prose.
+    `title_weight` counts a document's title terms that many times in each of its chunks.
+    """
+
+    chunking: ChunkPolicy = field(default_factory=ChunkPolicy)
+    chunk_mode: str = "auto"
+    tokenizer: TokenizerConfig = field(default_factory=TokenizerConfig)
+    bm25: BM25Params = field(default_factory=BM25Params)
+    title_weight: int = 1
+
+    def __post_init__(self) -> None:
+        if self.chunk_mode not in CHUNK_MODES:
+            raise InputError(
+                f"unknown chunk mode {self.chunk_mode!r}", f"use one of {', '.join(CHUNK_MODES)}"
+            )
+        if not isinstance(self.title_weight, int) or self.title_weight < 0:
+            raise InputError("title_weight must be a non-negative integer")
+
+    def policy_for(self, source: str | None) -> ChunkPolicy:
+        """The chunk policy for a document from `source` (Markdown by suffix in auto mode)."""
+        mode = self.chunk_mode
+        if mode == "auto":
+            is_md = bool(source) and source.lower().endswith((".md", ".markdown"))  # type: ignore[union-attr]
+            mode = "markdown" if is_md else "prose"
+        return _with_mode(self.chunking, mode)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "chunking": self.chunking.to_dict(),
+            "chunk_mode": self.chunk_mode,
+            "tokenizer": self.tokenizer.to_dict(),
+            "bm25": {"k1": self.bm25.k1, "b": self.bm25.b},
+            "title_weight": self.title_weight,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> CollectionConfig:
+        return cls(
+            chunking=ChunkPolicy.from_dict(data.get("chunking", {})),
+            chunk_mode=data.get("chunk_mode", "auto"),
+            tokenizer=TokenizerConfig.from_dict(data.get("tokenizer", {})),
+            bm25=BM25Params(**data.get("bm25", {})),
+            title_weight=int(data.get("title_weight", 1)),
+        )

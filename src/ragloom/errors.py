@@ -1,0 +1,67 @@
+"""Typed errors: each carries a stable code and a hint telling the user what to do next."""
+
+from __future__ import annotations
+
+
+class RagloomError(Exception):
+    """Base class for every error ragloom raises on purpose."""
+
+    code = "error"
+
+    def __init__(self, message: str, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+    def __str__(self) -> str:
+        return f"{self.message} ({self.hint})" if self.hint else self.message
+
+
+class InputError(RagloomError):
+    """The caller gave something unusable (bad argument, missing path, bad record)."""
+
+    code = "bad_input"
+
+
+class PathNotFound(InputError):
+    code = "not_found"
+
+
+class DecodeError(InputError):
+    """A file is not valid UTF-8; names the file and the byte offset."""
+
+    code = "invalid_utf8"
+
+    def __init__(self, path: str, offset: int, reason: str) -> None:
+        super().__init__(
+            f"{path}: invalid UTF-8 at byte {offset} ({reason})",
+            "fix the file's encoding, or index it with --lenient to replace bad bytes",
+        )
+        self.path = path
+        self.offset = offset
+
+
+class RecordError(InputError):
+    """A JSONL line could not be used; names the file and line number."""
+
+    code = "bad_record"
+
+    def __init__(self, path: str, line: int, reason: str) -> None:
+        super().__init__(
+            f"{path}, line {line}: {reason}",
+            "fix that line, or index with --lenient to skip bad lines",
+        )
+        self.path = path
+        self.line = line
+
+
+class StoreError(RagloomError):
+    """The index file cannot be used (corrupt, foreign, newer schema)."""
+
+    code = "store_unavailable"
+
+
+class NotFound(RagloomError):
+    """An unknown document or collection was named."""
+
+    code = "not_found"

@@ -1,0 +1,37 @@
+"""BM25 scoring as pure functions (Lucene's formulation: IDF with +1 inside the log)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ragloom.errors import InputError
+
+
+@dataclass(frozen=True)
+class BM25Params:
+    """Term saturation `k1` and length normalisation `b` (BEIR/Anserini defaults)."""
+
+    k1: float = 0.9
+    b: float = 0.4
+
+    def __post_init__(self) -> None:
+        if not (self.k1 >= 0):
+            raise InputError(f"k1 must be >= 0, got {self.k1}")
+        if not (0 <= self.b <= 1):
+            raise InputError(f"b must be between 0 and 1, got {self.b}")
+
+
+def bm25_idf(df: int, n_docs: int) -> float:
+    """Lucene's IDF, log(1 + (N - df + 0.5) / (df + 0.5)): always positive."""
+    return float(np.log1p((n_docs - df + 0.5) / (df + 0.5)))
+
+
+def bm25_weights(
+    tf: np.ndarray, doc_len: np.ndarray, idf: float, avgdl: float, params: BM25Params
+) -> np.ndarray:
+    """Per-document contribution of one term: idf * tf*(k1+1) / (tf + k1*(1-b+b*len/avgdl))."""
+    k1, b = params.k1, params.b
+    norm = k1 * (1.0 - b + b * (doc_len / avgdl))
+    return idf * (tf * (k1 + 1.0)) / (tf + norm)

@@ -1,0 +1,85 @@
+"""JSONL records -> Documents, one record a line, with a configurable field mapping."""
+
+from __future__ import annotations
+
+import json
+import warnings
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from ragloom.errors import RecordError
+from ragloom.models import Document
+
+
+@dataclass(frozen=True)
+class JsonlFields:
+    """Which record fields hold the id, title and text; `metadata=None` keeps all others."""
+
+    id: str = "id"
+    title: str = "title"
+    text: str = "text"
+    metadata: tuple[str, ...] | None = None
+
+
+def _scalar_id(value: Any) -> str | None:
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, (str, int)):
+        return str(value)
+    return None
+
+
+def read_jsonl(
+    lines: Iterable[str],
+    path: str,
+    fields: JsonlFields | None = None,
+    lenient: bool = False,
+    default_id_prefix: str | None = None,
+) -> Iterator[Document]:
+    """Yield one Document per non-blank line; a bad line raises (or is skipped if lenient)."""
+    fields = fields or JsonlFields()
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            yield _record_to_document(line, number, path, fields, default_id_prefix)
+        except RecordError as exc:
+            if not lenient:
+                raise
+            warnings.warn(f"skipped {exc.message}", stacklevel=2)
+
+
+def _record_to_document(
+    line: str, number: int, path: str, fields: JsonlFields, default_id_prefix: str | None
+) -> Document:
+    try:
+        record = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise RecordError(
+            path, number, f"not valid JSON ({exc.msg} at column {exc.colno})"
+        ) from None
+    if not isinstance(record, dict):
+        raise RecordError(path, number, f"expected a JSON object, got {type(record).__name__}")
+    text = record.get(fields.text)
+    if not isinstance(text, str):
+        raise RecordError(path, number, f"field {fields.text!r} is missing or not a string")
+    if fields.id in record:
+        doc_id = _scalar_id(record[fields.id])
+        if not doc_id:
+            raise RecordError(
+                path, number, f"field {fields.id!r} must be a non-empty string or int"
+            )
+    elif default_id_prefix is not None:
+        doc_id = f"{default_id_prefix}:{number}"
+    else:
+        raise RecordError(path, number, f"field {fields.id!r} is missing")
+    title = record.get(fields.title)
+    if title is not None and not isinstance(title, str):
+        raise RecordError(path, number, f"field {fields.title!r} must be a string")
+    used = {fields.id, fields.title, fields.text}
+    if fields.metadata is None:
+        metadata = {k: v for k, v in record.items() if k not in used}
+    else:
+        metadata = {k: record[k] for k in fields.metadata if k in record}
+    return Document(id=doc_id, text=text, title=title or None, source=path, metadata=metadata)

@@ -1,0 +1,79 @@
+"""The shared vocabulary: documents going in, chunks stored, hits coming out."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Document:
+    """One unit the caller indexes: a file, a JSONL record or an inline text."""
+
+    id: str
+    text: str
+    title: str | None = None
+    source: str | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ChunkSpan:
+    """A piece of a document: `document_text[start:end] == text`."""
+
+    text: str
+    start: int
+    end: int
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """A stored chunk: id is `{document_id}-{n}`; metadata is the document's plus its own."""
+
+    id: str
+    document_id: str
+    n: int
+    text: str
+    start: int
+    end: int
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Hit:
+    """A retrieved chunk with its score, rank and where it came from."""
+
+    rank: int
+    score: float
+    chunk_id: str
+    document_id: str
+    text: str
+    start: int
+    end: int
+    source: str | None
+    title: str | None
+    metadata: dict[str, Any]
+    collection: str
+    match: str = "lexical"
+    lexical_rank: int | None = None
+    lexical_score: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-ready form (used by the CLI's --json and the server)."""
+        return {
+            "rank": self.rank,
+            "score": self.score,
+            "chunk_id": self.chunk_id,
+            "document_id": self.document_id,
+            "chunk": self.text,
+            "start": self.start,
+            "end": self.end,
+            "source": self.source,
+            "title": self.title,
+            "metadata": self.metadata,
+            "collection": self.collection,
+            "match": self.match,
+            "lexical_rank": self.lexical_rank,
+            "lexical_score": self.lexical_score,
+        }

@@ -1,0 +1,5 @@
+"""Text analysis for the lexical index."""
+
+from ragloom.text.tokenize import Tokenizer, TokenizerConfig
+
+__all__ = ["Tokenizer", "TokenizerConfig"]

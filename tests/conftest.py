@@ -1,0 +1,32 @@
+"""Shared fixtures: real index files in a temp folder, the shared evaluation data."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+import ragloom
+
+DATA = Path(os.environ.get("RAGLOOM_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
+
+
+@pytest.fixture
+def index_path(tmp_path: Path) -> Path:
+    return tmp_path / "index.db"
+
+
+@pytest.fixture
+def index(index_path: Path):
+    idx = ragloom.Index(index_path)
+    yield idx
+    idx.close()
+
+
+def shared_dataset(name: str) -> Path:
+    """Path of a shared BEIR collection; the test fails loudly if it is missing."""
+    path = DATA / name
+    if not (path / "corpus.jsonl").exists():
+        pytest.fail(f"shared collection {path} not found (set RAGLOOM_DATA)")
+    return path

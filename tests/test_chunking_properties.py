@@ -1,0 +1,216 @@
+"""Hypothesis property tests: chunking invariants hold for arbitrary text and valid policies."""
+
+from __future__ import annotations
+
+import re
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ragloom.chunking import MODES, ChunkPolicy, chunk_text
+from ragloom.models import ChunkSpan
+
+SETTINGS = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+# Lines that end a dropped-fragment search: blank, break-like or (markdown) heading-like.
+_BREAK_LIKE = re.compile(r"[^\S\n]*([*\-_#])(?:[^\S\n]*\1){2,}[^\S\n]*")
+_HEADING_LIKE = re.compile(r" {0,3}#{1,6}(?:[^\S\n].*)?")
+_CJK_STOPS = "\u3002\uff01\uff1f\u300d\u300f\u201d\u2019\uff09)"
+
+ATOMS = [
+    "word",
+    "Alpha",
+    "be",
+    "zz" * 12,
+    "caf\u00e9",
+    "e\u0301",
+    "\U0001f44d\U0001f3fd",
+    "\U0001f469\u200d\U0001f4bb",
+    "\u6f22\u5b57\u3002",
+    "\u041f\u0440\u0438\u0432\u0435\u0442",
+    " ",
+    "  ",
+    "\t",
+    "\u00a0",
+    "\n",
+    "\n\n",
+    "\n \n",
+    "\r\n",
+    ". ",
+    "! ",
+    "? ",
+    "\u2026 ",
+    '." ',
+    "e.g. ",
+    "\n***\n",
+    "\n* * *\n",
+    "\n---\n",
+    "\n___\n",
+    "\n###\n",
+    "\n  -----  \n",
+    "\n# Title\n",
+    "\n## Sub section\n",
+    "\n### Deep ###\n",
+    "\n```\n",
+    "\n~~~\n",
+    "\n# comment\n",
+]
+
+structured_text = st.lists(st.sampled_from(ATOMS), max_size=120).map("".join)
+any_text = st.one_of(structured_text, st.text(max_size=400))
+
+
+@st.composite
+def policies(draw: st.DrawFn) -> ChunkPolicy:
+    """Random valid policies, biased towards small sizes that force lots of splitting."""
+    mode = draw(st.sampled_from(MODES))
+    max_chars = draw(st.one_of(st.just(0), st.integers(1, 40), st.integers(41, 300)))
+    if max_chars == 0:
+        return ChunkPolicy(mode, 0, draw(st.integers(0, 100)), draw(st.integers(0, 50)))
+    overlap = draw(st.integers(0, max_chars - 1))
+    min_chars = draw(st.integers(0, min(max_chars, 60)))
+    return ChunkPolicy(mode, max_chars, overlap, min_chars)
+
+
+def _line_spans(text: str) -> list[tuple[int, int]]:
+    """(start, end) of every line, split on "\\n" only (the chunker's notion of a line)."""
+    spans, start = [], 0
+    for line in text.split("\n"):
+        spans.append((start, start + len(line)))
+        start += len(line) + 1
+    return spans
+
+
+def _uncovered_runs(text: str, covered: list[bool], mode: str) -> list[tuple[int, int]]:
+    """Uncovered (start, end) runs, cut at blank lines, break-like and heading-like lines."""
+    runs: list[tuple[int, int]] = []
+    run_start = -1
+
+    def flush(at: int) -> None:
+        nonlocal run_start
+        if run_start >= 0:
+            runs.append((run_start, at))
+            run_start = -1
+
+    for start, end in _line_spans(text):
+        line = text[start:end]
+        if not line.strip() or _BREAK_LIKE.fullmatch(line):
+            flush(start)
+            continue
+        heading = mode == "markdown" and _HEADING_LIKE.fullmatch(line)
+        if heading:
+            flush(start)
+        for i in range(start, min(end + 1, len(text))):
+            if covered[i]:
+                flush(i)
+            elif run_start < 0:
+                run_start = i
+        if heading:
+            flush(min(end + 1, len(text)))
+    flush(len(text))
+    return runs
+
+
+def _explained_by_dropped_pieces(
+    words: list[tuple[int, int]], min_chars: int, max_chars: int
+) -> bool:
+    """Whether the words split into pieces each < min_chars, no two neighbours mergeable.
+
+    Dropped fragments are pieces shorter than min_chars; two of them only stay side by side
+    when joining them would exceed max_chars (otherwise the chunker merges them).
+    """
+    n = len(words)
+    # ends_at[i] = set of j such that words[j:i] can be the last piece of a valid split.
+    ends_at: list[set[int]] = [set() for _ in range(n + 1)]
+    for i in range(1, n + 1):
+        for j in range(i):
+            if words[i - 1][1] - words[j][0] >= min_chars:
+                continue
+            if j == 0 or any(words[i - 1][1] - words[k][0] > max_chars for k in ends_at[j]):
+                ends_at[i].add(j)
+    return n == 0 or bool(ends_at[n])
+
+
+def check_invariants(text: str, policy: ChunkPolicy, chunks: list[ChunkSpan]) -> None:
+    """Rules 5, 6, 8, ordering and overlap bound."""
+    if not text.strip():
+        assert chunks == []
+        return
+    assert chunks, "a non-blank document must yield at least one chunk"
+    for c in chunks:
+        assert text[c.start : c.end] == c.text  # rule 5: exact offsets
+        assert c.text and c.text == c.text.strip()  # rule 5: trimmed
+        if policy.max_chars:
+            assert len(c.text) <= policy.max_chars  # rule 6
+        if policy.mode == "markdown":
+            assert isinstance(c.metadata.get("headings"), list)
+    for a, b in zip(chunks, chunks[1:]):
+        assert a.start < b.start and a.end < b.end  # document order
+        assert a.end - b.start <= policy.overlap  # bounded overlap
+    if policy.max_chars == 0:
+        assert len(chunks) == 1 and chunks[0].text == text.strip()
+        return
+    # Rule 8: every uncovered non-space character is on a break line or in a short fragment.
+    covered = [False] * len(text)
+    for c in chunks:
+        covered[c.start : c.end] = [True] * (c.end - c.start)
+    min_chars = policy.min_chars if len(text.strip()) >= policy.min_chars else 0
+    for start, end in _uncovered_runs(text, covered, policy.mode):
+        words = [m.span() for m in re.finditer(r"\S+", text[start:end])]
+        words = [(start + a, start + b) for a, b in words]
+        assert _explained_by_dropped_pieces(words, min_chars, policy.max_chars), (
+            f"lost content: {text[start:end]!r}"
+        )
+
+
+def check_word_boundaries(text: str, chunks: list[ChunkSpan]) -> None:
+    """When no word exceeds the limit, chunks start and end on word boundaries."""
+    for c in chunks:
+        before = text[c.start - 1] if c.start else " "
+        after = text[c.end] if c.end < len(text) else " "
+        assert before.isspace() or before in _CJK_STOPS, (c, before)
+        assert after.isspace() or text[c.end - 1] in _CJK_STOPS, (c, after)
+
+
+@SETTINGS
+@given(structured_text, policies())
+def test_invariants_on_structured_text(text: str, policy: ChunkPolicy) -> None:
+    check_invariants(text, policy, chunk_text(text, policy))
+
+
+@SETTINGS
+@given(st.text(max_size=400), policies())
+def test_invariants_on_arbitrary_text(text: str, policy: ChunkPolicy) -> None:
+    check_invariants(text, policy, chunk_text(text, policy))
+
+
+@SETTINGS
+@given(any_text, policies())
+def test_never_cuts_inside_a_word_that_fits(text: str, policy: ChunkPolicy) -> None:
+    chunks = chunk_text(text, policy)
+    if policy.max_chars and all(len(w) <= policy.max_chars for w in text.split()):
+        check_word_boundaries(text, chunks)
+
+
+@SETTINGS
+@given(any_text, policies())
+def test_chunking_is_deterministic_and_policy_round_trips(text: str, policy: ChunkPolicy) -> None:
+    again = ChunkPolicy.from_dict(policy.to_dict())
+    assert again == policy
+    assert chunk_text(text, again) == chunk_text(text, policy)
+
+
+@SETTINGS
+@given(
+    st.lists(
+        st.sampled_from(["Some words here.", "More text", "x" * 50, " ", "\n\n"]), max_size=60
+    ),
+    st.integers(2, 60),
+)
+def test_overlap_up_to_max_minus_one_terminates(parts: list[str], max_chars: int) -> None:
+    text = "".join(parts)
+    policy = ChunkPolicy("prose", max_chars, max_chars - 1, 0)
+    chunks = chunk_text(text, policy)
+    check_invariants(text, policy, chunks)
+    if text.strip():
+        assert chunks[-1].end == len(text.rstrip())

@@ -1,0 +1,216 @@
+"""The Index on a real SQLite file: add, re-index, replace, delete, search, reopen."""
+
+from __future__ import annotations
+
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import ragloom
+from ragloom import Document, Index, InputError, NotFound, StoreError
+
+STORY = {
+    "mira": "Mira Vale is the lighthouse keeper of Greyhaven. She forged the silver key "
+    "from her grandmother's ring and never speaks of the drowned bell.",
+    "oren": "Oren Tash is a smuggler who trades salt and secrets along the northern coast. "
+    "He owes Mira a debt from the winter of the long storm.",
+    "city": "Greyhaven is a harbour city built on black basalt cliffs. Its bells ring at "
+    "every tide, except the drowned bell, which rings only for the dead.",
+}
+
+
+def docs(**overrides: str) -> list[Document]:
+    texts = {**STORY, **overrides}
+    return [Document(id=k, text=v, title=None) for k, v in texts.items()]
+
+
+def test_search_returns_hits_with_provenance(index: Index):
+    report = index.add(docs())
+    assert (report.documents, report.unchanged) == (3, 0)
+    hits = index.search("who forged the silver key?", top_k=2)
+    assert hits[0].document_id == "mira"
+    top = hits[0]
+    assert top.rank == 1 and top.score > 0 and top.match == "lexical"
+    assert top.chunk_id == "mira-0" and top.lexical_rank == 1
+    assert index.document_text("mira")[top.start : top.end] == top.text
+    assert [h.rank for h in hits] == list(range(1, len(hits) + 1))
+    assert all(a.score >= b.score for a, b in zip(hits, hits[1:]))
+
+
+def test_reindexing_unchanged_documents_does_nothing(index: Index):
+    index.add(docs())
+    before = index.store.chunks_by_row(list(range(1, 100)))
+    report = index.add(docs())
+    assert (report.documents, report.unchanged, report.chunks) == (0, 3, 0)
+    assert index.store.chunks_by_row(list(range(1, 100))).keys() == before.keys()
+
+
+def test_a_changed_document_replaces_all_of_its_chunks(index: Index):
+    index.add(docs())
+    report = index.add(docs(mira="Mira Vale now keeps bees on the moor and sells honey."))
+    assert (report.documents, report.unchanged) == (1, 2)
+    assert index.search("silver key lighthouse", top_k=5) == []
+    assert index.search("honey bees", top_k=1)[0].document_id == "mira"
+    assert index.stats()["chunks"] == 3
+
+
+def test_delete_removes_every_trace(index: Index, index_path: Path):
+    index.add(docs())
+    assert index.delete("oren") == 1
+    assert all(h.document_id != "oren" for h in index.search("smuggler salt secrets", top_k=5))
+    with sqlite3.connect(index_path) as conn:
+        assert conn.execute("SELECT count(*) FROM documents WHERE doc_id='oren'").fetchone()[0] == 0
+        assert conn.execute("SELECT count(*) FROM chunks").fetchone()[0] == 2
+    with pytest.raises(NotFound, match="no document 'oren'"):
+        index.delete("oren")
+
+
+def test_scores_after_adds_and_deletes_equal_a_fresh_build(tmp_path: Path):
+    """Through the whole stack (SQLite postings, vocabulary, in-memory segments)."""
+    queries = ["silver key", "drowned bell rings", "smuggler coast debt", "Greyhaven harbour"]
+    extra = {
+        f"note{i}": f"Note {i}: the tide bell and the silver coast, day {i}." for i in range(30)
+    }
+    with Index(tmp_path / "incremental.db") as inc:
+        inc.add(docs())
+        for i, (k, v) in enumerate(extra.items()):
+            inc.add([Document(k, v)])
+            if i % 3 == 0:
+                inc.delete(k)
+        inc.add(docs(city="Greyhaven's harbour freezes in winter; the drowned bell is silent."))
+        inc.delete("oren")
+        got = {q: {h.chunk_id: h.score for h in inc.search(q, top_k=100)} for q in queries}
+    final = docs(city="Greyhaven's harbour freezes in winter; the drowned bell is silent.")
+    final = [d for d in final if d.id != "oren"]
+    final += [Document(k, v) for i, (k, v) in enumerate(extra.items()) if i % 3 != 0]
+    with Index(tmp_path / "fresh.db") as fresh:
+        fresh.add(final)
+        want = {q: {h.chunk_id: h.score for h in fresh.search(q, top_k=100)} for q in queries}
+    assert got == want
+
+
+def test_index_survives_reopen(index_path: Path):
+    with Index(index_path) as index:
+        index.add(docs())
+        expected = [(h.chunk_id, h.score) for h in index.search("drowned bell", top_k=3)]
+    with Index(index_path, create=False) as index:
+        assert [(h.chunk_id, h.score) for h in index.search("drowned bell", top_k=3)] == expected
+
+
+def test_another_process_sees_committed_data(index_path: Path):
+    with Index(index_path) as index:
+        index.add(docs())
+        code = (
+            "import ragloom, sys\n"
+            f"i = ragloom.Index({str(index_path)!r}, create=False)\n"
+            "print(i.search('smuggler', top_k=1)[0].document_id)\n"
+            "i.add([ragloom.Document('late', 'A late arrival: the cartographer Ilse Brand.')])\n"
+        )
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+        assert out.returncode == 0, out.stderr
+        assert out.stdout.strip() == "oren"
+        # the long-lived index notices the other process's commit
+        assert index.search("cartographer", top_k=1)[0].document_id == "late"
+
+
+def test_empty_and_punctuation_queries_return_no_hits(index: Index):
+    index.add(docs())
+    for query in ["", "   ", "?!...", "AND OR NOT", '"" * - +', "the of and"]:
+        assert index.search(query) == []
+
+
+def test_empty_index_returns_no_hits(index: Index):
+    index.add([])
+    assert index.search("anything") == []
+
+
+def test_bad_arguments_are_clear_errors(index: Index):
+    index.add(docs())
+    with pytest.raises(InputError, match="top_k"):
+        index.search("key", top_k=0)
+    with pytest.raises(InputError, match="top_k"):
+        index.search("key", top_k="3")  # type: ignore[arg-type]
+    with pytest.raises(InputError, match="query must be a string"):
+        index.search(None)  # type: ignore[arg-type]
+    with pytest.raises(NotFound, match="no collection 'nope'"):
+        index.search("key", collection="nope")
+    with pytest.raises(InputError, match="non-empty string"):
+        index.add([Document(id="", text="x")])
+    with pytest.raises(InputError, match="JSON"):
+        index.add([Document(id="x", text="x", metadata={"when": object()})])
+
+
+def test_a_failed_batch_leaves_committed_data_intact(index: Index):
+    index.add(docs())
+    with pytest.raises(InputError):
+        index.add([Document("fine", "a perfectly fine document about lanterns"), "not a doc"])  # type: ignore[list-item]
+    assert index.stats()["documents"] == 3
+    assert index.search("lanterns") == []
+    assert index.search("silver key", top_k=1)[0].document_id == "mira"
+
+
+def test_collections_are_separate_corpora(index: Index):
+    index.add(docs(), collection="story")
+    index.add([Document("w1", "The silver key opens the archive of winds.")], collection="world")
+    assert {h.document_id for h in index.search("silver key", collection="world")} == {"w1"}
+    assert index.collections() == ["story", "world"]
+
+
+def test_chunk_metadata_merges_document_metadata(index: Index):
+    index.configure(chunking={"max_chars": 60, "overlap": 10, "min_chars": 5})
+    text = "\n\n".join(
+        f"Paragraph {i} speaks of the amber lantern and nothing else." for i in range(5)
+    )
+    index.add([Document("lamp", text, title="Lanterns", metadata={"book": "one"})])
+    hits = index.search("amber lantern", top_k=10)
+    assert len(hits) == 5
+    assert {h.chunk_id for h in hits} == {f"lamp-{n}" for n in range(5)}
+    assert all(h.metadata["book"] == "one" and h.title == "Lanterns" for h in hits)
+    full = index.document_text("lamp")
+    assert all(full[h.start : h.end] == h.text for h in hits)
+
+
+def test_changing_chunk_settings_rechunks_on_reindex(index: Index):
+    index.add(docs())
+    index.configure(chunking={"max_chars": 50, "overlap": 0, "min_chars": 1})
+    report = index.add(docs())
+    assert report.documents == 3 and report.chunks > 3
+
+
+def test_tokenizer_cannot_change_under_existing_documents(index: Index):
+    index.add(docs())
+    with pytest.raises(InputError, match="tokenizer cannot change"):
+        index.configure(tokenizer={"stemmer": "none"})
+
+
+def test_foreign_sqlite_file_is_refused(tmp_path: Path):
+    path = tmp_path / "other.db"
+    with sqlite3.connect(path) as conn:
+        conn.execute("CREATE TABLE invoices (id INTEGER)")
+    with pytest.raises(StoreError, match="did not create"):
+        Index(path)
+    with sqlite3.connect(path) as conn:  # untouched
+        assert conn.execute("SELECT name FROM sqlite_master").fetchall() == [("invoices",)]
+
+
+def test_corrupt_file_is_refused(tmp_path: Path):
+    path = tmp_path / "junk.db"
+    path.write_bytes(b"this is not a database at all" * 100)
+    with pytest.raises(StoreError, match="not a ragloom index"):
+        Index(path)
+    assert path.read_bytes().startswith(b"this is not a database")
+
+
+def test_missing_index_is_an_error_when_not_creating(tmp_path: Path):
+    with pytest.raises(StoreError, match="no index at"):
+        Index(tmp_path / "absent.db", create=False)
+    with pytest.raises(StoreError, match="does not exist"):
+        Index(tmp_path / "no" / "such" / "dir.db")
+
+
+def test_open_index_helper(index_path: Path):
+    with ragloom.open_index(str(index_path)) as index:
+        assert index.stats()["documents"] == 0
