@@ -15,6 +15,7 @@ SETTINGS = settings(max_examples=200, deadline=None, suppress_health_check=[Heal
 # Lines that end a dropped-fragment search: blank, break-like or (markdown) heading-like.
 _BREAK_LIKE = re.compile(r"[^\S\n]*([*\-_#])(?:[^\S\n]*\1){2,}[^\S\n]*")
 _HEADING_LIKE = re.compile(r" {0,3}#{1,6}(?:[^\S\n].*)?")
+_WORD = re.compile(r"\S+")
 _CJK_STOPS = "\u3002\uff01\uff1f\u300d\u300f\u201d\u2019\uff09)"
 
 ATOMS = [
@@ -72,6 +73,13 @@ def policies(draw: st.DrawFn) -> ChunkPolicy:
     return ChunkPolicy(mode, max_chars, overlap, min_chars)
 
 
+def _indent(text: str, pos: int) -> str:
+    """The horizontal whitespace immediately before pos on its line."""
+    line_start = text.rfind("\n", 0, pos) + 1
+    before = text[line_start:pos]
+    return before if not before.strip() else ""
+
+
 def _line_spans(text: str) -> list[tuple[int, int]]:
     """(start, end) of every line, split on "\\n" only (the chunker's notion of a line)."""
     spans, start = [], 0
@@ -81,8 +89,8 @@ def _line_spans(text: str) -> list[tuple[int, int]]:
     return spans
 
 
-def _uncovered_runs(text: str, covered: list[bool], mode: str) -> list[tuple[int, int]]:
-    """Uncovered (start, end) runs, cut at blank lines, break-like and heading-like lines."""
+def _uncovered_runs(text: str, covered: list[bool]) -> list[tuple[int, int]]:
+    """Uncovered (start, end) runs of the text, cut at break-like lines."""
     runs: list[tuple[int, int]] = []
     run_start = -1
 
@@ -94,30 +102,26 @@ def _uncovered_runs(text: str, covered: list[bool], mode: str) -> list[tuple[int
 
     for start, end in _line_spans(text):
         line = text[start:end]
-        if not line.strip() or _BREAK_LIKE.fullmatch(line):
+        if _BREAK_LIKE.fullmatch(line):
             flush(start)
             continue
-        heading = mode == "markdown" and _HEADING_LIKE.fullmatch(line)
-        if heading:
-            flush(start)
         for i in range(start, min(end + 1, len(text))):
             if covered[i]:
                 flush(i)
             elif run_start < 0:
                 run_start = i
-        if heading:
-            flush(min(end + 1, len(text)))
     flush(len(text))
     return runs
 
 
 def _explained_by_dropped_pieces(
-    words: list[tuple[int, int]], min_chars: int, max_chars: int
+    words: list[tuple[int, int]], free: set[int], min_chars: int, max_chars: int
 ) -> bool:
     """Whether the words split into pieces each < min_chars, no two neighbours mergeable.
 
     Dropped fragments are pieces shorter than min_chars; two of them only stay side by side
-    when joining them would exceed max_chars (otherwise the chunker merges them).
+    when joining them would exceed max_chars (otherwise the chunker merges them) or when a
+    section boundary (a heading, word index in `free`) separates them.
     """
     n = len(words)
     # ends_at[i] = set of j such that words[j:i] can be the last piece of a valid split.
@@ -126,7 +130,11 @@ def _explained_by_dropped_pieces(
         for j in range(i):
             if words[i - 1][1] - words[j][0] >= min_chars:
                 continue
-            if j == 0 or any(words[i - 1][1] - words[k][0] > max_chars for k in ends_at[j]):
+            if (
+                j == 0
+                or j in free
+                or any(words[i - 1][1] - words[k][0] > max_chars for k in ends_at[j])
+            ):
                 ends_at[i].add(j)
     return n == 0 or bool(ends_at[n])
 
@@ -136,7 +144,8 @@ def check_invariants(text: str, policy: ChunkPolicy, chunks: list[ChunkSpan]) ->
     if not text.strip():
         assert chunks == []
         return
-    assert chunks, "a non-blank document must yield at least one chunk"
+    if any(line.strip() and not _BREAK_LIKE.fullmatch(line) for line in text.split("\n")):
+        assert chunks, "a document with content must yield at least one chunk"
     for c in chunks:
         assert text[c.start : c.end] == c.text  # rule 5: exact offsets
         assert c.text and c.text == c.text.strip()  # rule 5: trimmed
@@ -155,10 +164,15 @@ def check_invariants(text: str, policy: ChunkPolicy, chunks: list[ChunkSpan]) ->
     for c in chunks:
         covered[c.start : c.end] = [True] * (c.end - c.start)
     min_chars = policy.min_chars if len(text.strip()) >= policy.min_chars else 0
-    for start, end in _uncovered_runs(text, covered, policy.mode):
-        words = [m.span() for m in re.finditer(r"\S+", text[start:end])]
-        words = [(start + a, start + b) for a, b in words]
-        assert _explained_by_dropped_pieces(words, min_chars, policy.max_chars), (
+    heading_starts = {
+        start
+        for start, end in _line_spans(text)
+        if policy.mode == "markdown" and _HEADING_LIKE.fullmatch(text[start:end])
+    }
+    for start, end in _uncovered_runs(text, covered):
+        words = [(start + m.start(), start + m.end()) for m in _WORD.finditer(text[start:end])]
+        free = {i for i, (a, _) in enumerate(words) if a - len(_indent(text, a)) in heading_starts}
+        assert _explained_by_dropped_pieces(words, free, min_chars, policy.max_chars), (
             f"lost content: {text[start:end]!r}"
         )
 

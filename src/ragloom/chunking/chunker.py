@@ -35,7 +35,7 @@ def chunk_text(text: str, policy: ChunkPolicy = DEFAULT_POLICY) -> list[ChunkSpa
         pieces = pack_paragraphs(text, paragraphs, policy.max_chars, policy.overlap, min_chars)
         for start, end in absorb_short(pieces, policy.max_chars, min_chars):
             found.append((start, end, section.headings))
-    kept = [piece for piece in found if piece[1] - piece[0] >= min_chars + 5]
+    kept = [piece for piece in found if piece[1] - piece[0] >= min_chars]
     # Never lose a whole document to fragment dropping: if nothing survives, keep the pieces.
     return [
         ChunkSpan(text[start:end], start, end, _metadata(policy.mode, headings))

@@ -50,12 +50,13 @@ def pack_paragraphs(
     open_start = open_end = -1  # the chunk still accepting paragraphs
     for start, end in paragraphs:
         if end - start > max_chars:
+            floor = pieces[-1][1] if pieces else None
             if open_start >= 0:
                 if open_end - open_start < min_chars:
                     start = open_start  # a short lead-in (e.g. a heading) joins the split
                 else:
                     pieces.append((open_start, open_end))
-            split = split_long(text, start, end, max_chars, overlap, min_chars)
+            split = split_long(text, start, end, max_chars, overlap, min_chars, floor)
             pieces.extend(split[:-1])
             open_start, open_end = split[-1]  # the tail may take the next paragraphs
         elif open_start < 0:

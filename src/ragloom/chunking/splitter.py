@@ -45,14 +45,25 @@ def _overlap_start(text: str, pos: int, cut: int, overlap: int, starts: list[int
 
 
 def split_long(
-    text: str, start: int, end: int, max_chars: int, overlap: int, min_chars: int
+    text: str,
+    start: int,
+    end: int,
+    max_chars: int,
+    overlap: int,
+    min_chars: int,
+    floor: int | None = None,
 ) -> list[Span]:
-    """Cut trimmed text[start:end] into pieces of <= max_chars that overlap by <= overlap."""
+    """Cut trimmed text[start:end] into pieces of <= max_chars that overlap by <= overlap.
+
+    `floor` is the end of the piece emitted just before (when `start` reaches back into
+    it): every piece must end beyond it so the output stays in document order.
+    """
     ends, starts = sentence_bounds(text, start, end)
     half = max_chars // 2
     pieces: list[Span] = []
-    pos = floor = start  # piece start, previous piece end
-    overlapped = False  # whether pos reaches back into the previous piece
+    pos = start  # start of the piece being cut
+    floor = start if floor is None or floor < start else floor  # previous piece end
+    overlapped = pos < floor  # whether pos reaches back into the previous piece
     while end - pos > max_chars:
         limit = pos + max_chars
         # Leave at least min_chars for the last piece when a boundary allows it.

@@ -1,0 +1,165 @@
+"""The command line, run as a real subprocess against a real index file."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+DOCS = Path(__file__).resolve().parents[1] / "docs"
+
+
+def ragloom(*args: str, index: Path | None = None, env: dict | None = None, cwd=None):
+    full_env = {**os.environ, **(env or {})}
+    prefix = ["--index", str(index)] if index else []
+    return subprocess.run(
+        [sys.executable, "-m", "ragloom", *prefix, *args],
+        capture_output=True,
+        text=True,
+        env=full_env,
+        cwd=cwd,
+        timeout=120,
+    )
+
+
+def test_index_search_stats_delete_roundtrip(tmp_path: Path):
+    db = tmp_path / "cli.db"
+    done = ragloom("index", str(DOCS), index=db)
+    assert done.returncode == 0, done.stderr
+    assert "0 unchanged" in done.stdout
+
+    again = ragloom("index", str(DOCS), "--json", index=db)
+    report = json.loads(again.stdout)
+    assert report["ok"] and report["documents"] == 0 and report["unchanged"] == report["files"]
+
+    found = ragloom("search", "how are chunk ids made?", "--top-k", "2", "--json", index=db)
+    hits = json.loads(found.stdout)["results"]
+    assert len(hits) == 2 and hits[0]["document_id"] == "chunking.md"
+    assert "{document_id}-{n}" in hits[0]["chunk"]
+
+    text = ragloom("search", "stemming stop words", index=db)
+    assert text.returncode == 0 and "search.md" in text.stdout
+
+    stats = json.loads(ragloom("stats", "--json", index=db).stdout)
+    assert stats["documents"] == len(list(DOCS.glob("*.md")))
+
+    deleted = ragloom("delete", "chunking.md", index=db)
+    assert deleted.returncode == 0 and "deleted chunking.md" in deleted.stdout
+    after = json.loads(ragloom("search", "chunk ids", "--json", index=db).stdout)["results"]
+    assert all(h["document_id"] != "chunking.md" for h in after)
+
+
+def test_index_location_from_env_and_default(tmp_path: Path):
+    env_db = tmp_path / "env.db"
+    assert ragloom("index", str(DOCS), env={"RAGLOOM_INDEX": str(env_db)}).returncode == 0
+    assert env_db.exists()
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    env = {k: v for k, v in os.environ.items() if k != "RAGLOOM_INDEX"}
+    proc = subprocess.run(
+        [sys.executable, "-m", "ragloom", "index", str(DOCS)],
+        cwd=workdir,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 0 and (workdir / "ragloom.db").exists()
+
+
+def test_empty_query_prints_no_results(tmp_path: Path):
+    db = tmp_path / "q.db"
+    ragloom("index", str(DOCS), index=db)
+    proc = ragloom("search", "?!", index=db)
+    assert proc.returncode == 0 and "no results" in proc.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("index", "/no/such/path"), "no such file or folder"),
+        (("search", "anything"), "no index at"),
+        (("stats",), "no index at"),
+    ],
+)
+def test_errors_are_clear_and_non_zero(tmp_path: Path, args, message):
+    proc = ragloom(*args, index=tmp_path / "absent.db")
+    assert proc.returncode != 0
+    assert message in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_delete_unknown_document(tmp_path: Path):
+    db = tmp_path / "d.db"
+    ragloom("index", str(DOCS), index=db)
+    proc = ragloom("delete", "nope.md", index=db)
+    assert proc.returncode == 1 and "no document 'nope.md'" in proc.stderr
+
+
+def test_invalid_utf8_and_malformed_jsonl_errors(tmp_path: Path):
+    bad = tmp_path / "bad.txt"
+    bad.write_bytes(b"ok text then \xff")
+    proc = ragloom("index", str(bad), index=tmp_path / "u.db")
+    assert proc.returncode == 1 and "invalid UTF-8 at byte 13" in proc.stderr
+    assert "--lenient" in proc.stderr
+    assert ragloom("index", str(bad), "--lenient", index=tmp_path / "u.db").returncode == 0
+
+    records = tmp_path / "r.jsonl"
+    records.write_text('{"id": "a", "text": "fine"}\n{broken\n')
+    proc = ragloom("index", str(records), index=tmp_path / "j.db")
+    assert proc.returncode == 1 and "line 2" in proc.stderr
+
+
+def test_foreign_and_corrupt_files_are_refused(tmp_path: Path):
+    foreign = tmp_path / "foreign.db"
+    with sqlite3.connect(foreign) as conn:
+        conn.execute("CREATE TABLE t (x)")
+    proc = ragloom("stats", index=foreign)
+    assert proc.returncode == 1 and "did not create" in proc.stderr
+    corrupt = tmp_path / "corrupt.db"
+    corrupt.write_bytes(b"\x00garbage" * 512)
+    proc = ragloom("index", str(DOCS), index=corrupt)
+    assert proc.returncode == 1 and "not a ragloom index" in proc.stderr
+
+
+def test_binary_file_is_skipped_with_a_warning(tmp_path: Path):
+    blob = tmp_path / "blob.txt"
+    blob.write_bytes(b"\x00\x01\x02binary")
+    proc = ragloom("index", str(blob), index=tmp_path / "b.db")
+    assert proc.returncode == 0 and "skipped" in proc.stderr and "binary" in proc.stderr
+
+
+def test_chunk_options_change_chunking(tmp_path: Path):
+    db = tmp_path / "c.db"
+    ragloom("index", str(DOCS), "--chunk-size", "0", index=db)
+    whole = json.loads(ragloom("stats", "--json", index=db).stdout)
+    assert whole["chunks"] == whole["documents"]
+    ragloom("index", str(DOCS), "--chunk-size", "200", "--overlap", "40", index=db)
+    small = json.loads(ragloom("stats", "--json", index=db).stdout)
+    assert small["chunks"] > 3 * small["documents"]
+
+
+def test_eval_on_a_small_beir_folder(tmp_path: Path):
+    folder = tmp_path / "mini"
+    (folder / "qrels").mkdir(parents=True)
+    corpus = [
+        {"_id": "d1", "title": "Copper", "text": "Copper conducts electricity well."},
+        {"_id": "d2", "title": "Tin", "text": "Tin is soft and used in solder."},
+        {"_id": "d3", "title": "Lead", "text": "Lead is heavy and toxic."},
+    ]
+    (folder / "corpus.jsonl").write_text("\n".join(json.dumps(d) for d in corpus))
+    queries = [
+        {"_id": "q1", "text": "which metal conducts electricity"},
+        {"_id": "q2", "text": "solder"},
+    ]
+    (folder / "queries.jsonl").write_text("\n".join(json.dumps(q) for q in queries))
+    (folder / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td1\t1\nq2\td2\t1\n")
+    proc = ragloom("eval", str(folder), "--json")
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout)
+    assert result["ndcg@10"] == 1.0 and result["mrr@10"] == 1.0 and result["queries"] == 2
+    table = ragloom("eval", str(folder))
+    assert "nDCG@10" in table.stdout
