@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import time
 from pathlib import Path
 
 import pytest
@@ -13,7 +11,7 @@ from ragloom.errors import DecodeError, InputError, PathNotFound, RecordError
 from ragloom.evaluation import evaluate_run, load_beir
 from ragloom.models import Document
 
-DATA = Path(os.environ.get("RAGLOOM_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
+from .conftest import shared_dataset
 
 CORPUS = [
     {"_id": "007", "title": "Bond", "text": "licence to index", "year": 1962},
@@ -281,10 +279,7 @@ def test_empty_corpus(tmp_path: Path, corpus: str) -> None:
 
 
 def _collection(name: str) -> Path:
-    folder = DATA / name
-    if not (folder / "corpus.jsonl").is_file():
-        pytest.skip(f"shared collection {folder} not found (set RAGLOOM_DATA to its parent folder)")
-    return folder
+    return shared_dataset(name)
 
 
 # Fast (< 0.5 s for both), so not marked slow: they run with the default test selection.
@@ -320,15 +315,3 @@ def test_shared_collection_counts(
         "mrr@10": pytest.approx(1.0),
         "queries": queries,
     }
-
-
-@pytest.mark.slow  # a timing check: run by CI, not by default, to stay clear of noisy machines
-def test_scifact_corpus_streams_fast() -> None:
-    folder = _collection("scifact")
-    best = float("inf")
-    for _ in range(3):
-        start = time.perf_counter()
-        count = sum(1 for _ in load_beir(folder).iter_corpus())
-        best = min(best, time.perf_counter() - start)
-    assert count == 5183
-    assert best < 0.3, f"loading and streaming SciFact took {best:.3f}s"

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from ragloom import DecodeError, Index, JsonlFields, PathNotFound, RecordError
+from ragloom import DecodeError, Index, InputError, JsonlFields, PathNotFound, RecordError
 from ragloom.loading import discover_files, load_file
 from ragloom.loading.files import FoundFile
 
@@ -172,3 +172,9 @@ def test_jsonl_records_without_id_get_line_based_ids(tmp_path: Path):
     with Index(tmp_path / "i.db") as index:
         index.index_path(tmp_path / "n.jsonl")
         assert {d.doc_id for d in index.documents()} == {"n.jsonl:1", "n.jsonl:2"}
+
+
+def test_unreadable_file_is_a_clear_error(tmp_path: Path):
+    folder = write(tmp_path / "looks_like.txt" / "inner.txt", "x").parent  # a folder, not a file
+    with pytest.raises(InputError, match="cannot read .*looks_like.txt"):
+        load_file(FoundFile(folder, tmp_path))
