@@ -9,6 +9,10 @@ import pytest
 
 import ragloom
 
+# Tests are lexical unless they ask for a model (embedder="local" or an HTTP embedder): the
+# local model is installed in CI, and "auto" would otherwise embed every test corpus.
+os.environ["RAGLOOM_EMBEDDER"] = "none"
+
 DATA = Path(os.environ.get("RAGLOOM_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
 
 

@@ -59,7 +59,6 @@ def test_policy_defaults_and_round_trip() -> None:
         ({"max_chars": 100, "overlap": 100}, "overlap"),
         ({"max_chars": 100, "overlap": 150}, "overlap"),
         ({"min_chars": -3}, "min_chars"),
-        ({"max_chars": 50, "overlap": 0, "min_chars": 60}, "min_chars"),
         ({"max_chars": "400"}, "max_chars"),
         ({"overlap": 1.5}, "overlap"),
         ({"min_chars": True}, "min_chars"),
@@ -73,6 +72,13 @@ def test_policy_rejects_invalid(kwargs: dict, needle: str) -> None:
 
 def test_policy_zero_max_allows_any_overlap() -> None:
     assert ChunkPolicy(max_chars=0).overlap == 80
+
+
+def test_min_chars_above_max_chars_loses_nothing() -> None:
+    text = words(30)
+    chunks = chunk_text(text, ChunkPolicy(max_chars=40, overlap=0, min_chars=100))
+    assert_exact(text, chunks, 40)
+    assert " ".join(c.text for c in chunks) == text
 
 
 def test_policy_from_dict_rejects_unknown_fields_and_non_mapping() -> None:

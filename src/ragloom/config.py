@@ -25,6 +25,7 @@ class CollectionConfig:
 
     `chunk_mode="auto"` chunks Markdown files by headings and everything else as prose.
     `title_weight` counts a document's title terms that many times in each of its chunks.
+    `embedding` names the model whose vectors the collection holds (None: lexical only).
     """
 
     chunking: ChunkPolicy = field(default_factory=ChunkPolicy)
@@ -32,6 +33,7 @@ class CollectionConfig:
     tokenizer: TokenizerConfig = field(default_factory=TokenizerConfig)
     bm25: BM25Params = field(default_factory=BM25Params)
     title_weight: int = 1
+    embedding: dict[str, Any] | None = None  # provider, model, dimension of stored vectors
 
     def __post_init__(self) -> None:
         if self.chunk_mode not in CHUNK_MODES:
@@ -56,6 +58,7 @@ class CollectionConfig:
             "tokenizer": self.tokenizer.to_dict(),
             "bm25": {"k1": self.bm25.k1, "b": self.bm25.b},
             "title_weight": self.title_weight,
+            "embedding": self.embedding,
         }
 
     @classmethod
@@ -66,4 +69,5 @@ class CollectionConfig:
             tokenizer=TokenizerConfig.from_dict(data.get("tokenizer", {})),
             bm25=BM25Params(**data.get("bm25", {})),
             title_weight=int(data.get("title_weight", 1)),
+            embedding=data.get("embedding"),
         )

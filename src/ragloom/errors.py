@@ -65,3 +65,33 @@ class NotFound(RagloomError):
     """An unknown document or collection was named."""
 
     code = "not_found"
+
+
+class EmbeddingError(RagloomError):
+    """Base class for failures of an embedding model or service."""
+
+    code = "embedding_error"
+
+
+class EmbedFailed(EmbeddingError):
+    """The embedding service answered, but badly (error status or malformed body)."""
+
+    code = "embed_failed"
+
+
+class EmbeddingOffline(EmbeddingError):
+    """The embedding service cannot be reached."""
+
+    code = "offline"
+
+
+class EmbeddingMismatch(EmbeddingError):
+    """A collection's vectors come from another model than the one in use."""
+
+    code = "embedding_mismatch"
+
+
+class ModelUnavailable(EmbeddingError):
+    """The local model's runtime or weights are not installed."""
+
+    code = "model_unavailable"

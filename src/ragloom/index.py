@@ -17,19 +17,22 @@ import numpy as np
 
 from ragloom.chunking import ChunkPolicy, chunk_text
 from ragloom.config import CollectionConfig
-from ragloom.errors import InputError, NotFound
+from ragloom.dense import DenseIndex
+from ragloom.embedding import Embedder, embedder_from_config, resolve_embedder
+from ragloom.errors import EmbeddingMismatch, InputError, NotFound
 from ragloom.lexical import BM25Params, LexicalIndex
 from ragloom.lexical.index import Postings, count_postings
 from ragloom.loading import JsonlFields, discover_files, load_file
-from ragloom.models import ChunkSpan, Document, Hit
+from ragloom.models import ChunkSpan, Document, SearchResult
 from ragloom.retrieval import pipeline
+from ragloom.retrieval.search import Ranking, SearchOptions, rank
 from ragloom.store import SQLiteStore, StoredDocument
 from ragloom.store.sqlite import NewChunk, NewDocument
 from ragloom.text import Tokenizer
 
 DEFAULT_COLLECTION = "default"
 WRITE_BATCH = 512
-MAX_TOP_K = 10_000
+REEMBED_HINT = "run `ragloom reembed --collection {name} --embedder SPEC` to replace its vectors"
 
 
 @dataclass
@@ -54,13 +57,15 @@ class IndexReport:
 
 @dataclass
 class _Collection:
-    """In-memory state of one collection: its config, analyzer and lexical index."""
+    """In-memory state of one collection: config, analyzer, lexical and dense indexes."""
 
     id: int
     name: str
     config: CollectionConfig
     tokenizer: Tokenizer
     lexical: LexicalIndex
+    dense: DenseIndex | None = None
+    embedder: Embedder | None = None
 
 
 @dataclass(frozen=True)
@@ -95,6 +100,11 @@ def _content_hash(doc: Document, config: CollectionConfig) -> str:
     return digest.hexdigest()
 
 
+def _embedding_text(title: str | None, text: str) -> str:
+    """What the dense model reads for a chunk: its document's title, then its text."""
+    return f"{title}\n{text}" if title else text
+
+
 def _check_document(doc: Any) -> Document:
     if not isinstance(doc, Document):
         raise InputError(f"expected a ragloom.Document, got {type(doc).__name__}")
@@ -122,7 +132,27 @@ class Index:
     indexing job is in progress and see each batch once it has committed.
     """
 
-    def __init__(self, path: str | Path = "ragloom.db", create: bool = True) -> None:
+    def __init__(
+        self,
+        path: str | Path = "ragloom.db",
+        create: bool = True,
+        embedder: str | Embedder | None = "auto",
+    ) -> None:
+        """Open or create an index file.
+
+        `embedder`: "auto" uses the model a collection was indexed with, and for a new
+        collection the local model when it is installed ($RAGLOOM_EMBEDDER overrides);
+        None or "none" means lexical only; an Embedder or a spec such as "local" or
+        "ollama:MODEL@URL" is used as given and must match a collection's stored vectors.
+        """
+        if not (embedder is None or isinstance(embedder, (str, Embedder))):
+            raise InputError(f"embedder must be a spec string or an Embedder, got {embedder!r}")
+        self._embedder_spec = embedder
+        self._explicit_embedder: Embedder | None = (
+            None if embedder in (None, "none", "auto") else resolve_embedder(embedder)
+        )
+        self._embedders: dict[str, Embedder] = {}
+        self._query_cache: dict[tuple[str, str], np.ndarray] = {}
         self.store = SQLiteStore(path, create=create)
         self.path = self.store.path
         self._lock = threading.RLock()
@@ -158,20 +188,19 @@ class Index:
                 self._catch_up_vocabulary()
                 self._collections.clear()
 
-    def _collection(self, name: str, create_with: CollectionConfig | None = None) -> _Collection:
+    def _collection(self, name: str, create: bool = False) -> _Collection:
         with self._lock:
             state = self._collections.get(name)
             if state is not None:
                 return state
             known = self.store.collections()
             if name not in known:
-                if create_with is None:
+                if not create:
                     raise NotFound(
                         f"no collection {name!r} in {self.path}",
                         f"known collections: {', '.join(sorted(known)) or 'none yet'}",
                     )
-                self.store.ensure_collection(name, create_with.to_dict())
-                self._seen_version = self.store.data_version()
+                self._create_collection(name, CollectionConfig())
                 known = self.store.collections()
             cid, raw = known[name]
             config = CollectionConfig.from_dict(raw)
@@ -180,8 +209,69 @@ class Index:
             if rows:
                 lexical.add([r for r, _ in rows], [Postings.from_bytes(b) for _, b in rows])
             state = _Collection(cid, name, config, Tokenizer(config.tokenizer), lexical)
+            if config.embedding:
+                state.dense = DenseIndex(int(config.embedding["dimension"]))
+                vector_rows, blobs = self.store.vectors(cid)
+                if vector_rows:
+                    matrix = np.frombuffer(b"".join(blobs), np.float32)
+                    state.dense.add(vector_rows, matrix.reshape(len(vector_rows), -1))
+                state.embedder = self._embedder_for(name, config.embedding)
+            elif self._explicit_embedder is not None and lexical.n_docs:
+                raise EmbeddingMismatch(
+                    f"collection {name!r} holds documents without vectors, but this index was "
+                    f"opened with embedding model {self._explicit_embedder.name!r}",
+                    REEMBED_HINT.format(name=name),
+                )
+            elif self._explicit_embedder is not None:
+                state = self._attach_embedder(state, self._explicit_embedder)
             self._collections[name] = state
             return state
+
+    def _create_collection(self, name: str, config: CollectionConfig) -> None:
+        """Store a new collection, with the embedder a new collection gets by default."""
+        embedder = self._explicit_embedder
+        if embedder is None and self._embedder_spec == "auto":
+            embedder = resolve_embedder("auto")
+            if embedder is not None:
+                self._embedders[json.dumps(embedder.config(), sort_keys=True)] = embedder
+        if embedder is not None and config.embedding is None:
+            config = CollectionConfig.from_dict(
+                {**config.to_dict(), "embedding": embedder.config()}
+            )
+        self.store.ensure_collection(name, config.to_dict())
+        self._seen_version = self.store.data_version()
+
+    def _embedder_for(self, name: str, stored: dict[str, Any]) -> Embedder | None:
+        """The embedder for a collection's stored vectors (None: searched lexically only)."""
+        explicit = self._explicit_embedder
+        if explicit is not None:
+            if explicit.name != stored.get("model") or explicit.dimension != stored.get(
+                "dimension"
+            ):
+                raise EmbeddingMismatch(
+                    f"collection {name!r} holds vectors of model {stored.get('model')!r} "
+                    f"({stored.get('dimension')} dimensions); this index was opened with "
+                    f"{explicit.name!r} ({explicit.dimension} dimensions)",
+                    f"open it with the same model, or {REEMBED_HINT.format(name=name)}",
+                )
+            return explicit
+        if self._embedder_spec in (None, "none"):
+            return None
+        key = json.dumps(stored, sort_keys=True)
+        if key not in self._embedders:
+            self._embedders[key] = embedder_from_config(stored)
+        return self._embedders[key]
+
+    def _attach_embedder(self, state: _Collection, embedder: Embedder) -> _Collection:
+        """Give an empty lexical-only collection vectors from now on."""
+        config = CollectionConfig.from_dict(
+            {**state.config.to_dict(), "embedding": embedder.config()}
+        )
+        self.store.set_collection_config(state.id, config.to_dict())
+        state.config = config
+        state.dense = DenseIndex(embedder.dimension)
+        state.embedder = embedder
+        return state
 
     def collections(self) -> list[str]:
         """Names of the collections in this index."""
@@ -203,7 +293,12 @@ class Index:
             if not isinstance(value, dict):
                 merged[key] = value.to_dict() if hasattr(value, "to_dict") else vars(value)
         config = CollectionConfig.from_dict(merged)
-        state = self._collection(collection, create_with=config)
+        if collection not in known:
+            self._create_collection(collection, config)
+        state = self._collection(collection)
+        config = CollectionConfig.from_dict(
+            {**config.to_dict(), "embedding": state.config.embedding}
+        )
         if config != state.config:
             if config.tokenizer != state.config.tokenizer and state.lexical.n_docs:
                 raise InputError(
@@ -228,7 +323,13 @@ class Index:
         Each changed document replaces all of its chunks atomically; batches commit as they go.
         """
         self._refresh_if_changed()
-        state = self._collection(collection, create_with=CollectionConfig())
+        state = self._collection(collection, create=True)
+        if state.config.embedding and state.embedder is None:
+            raise EmbeddingMismatch(
+                f"collection {collection!r} holds vectors of {state.config.embedding['model']!r}"
+                " but this index was opened without an embedding model",
+                "open the index with embedder='auto' (the default) to add documents",
+            )
         report = IndexReport()
         batch: list[Document] = []
         for doc in documents:
@@ -267,6 +368,7 @@ class Index:
         if not prepared:
             return
         term_lists = [terms for prep in prepared for _, terms in prep.chunks]
+        vectors = self._embed_chunks(state, prepared)
         removed_rows: list[int] = []
         with self.store.write() as conn:
             stale = self.store.data_version() != self._seen_version
@@ -283,6 +385,10 @@ class Index:
                     ]
                     new_documents.append(NewDocument(prep.document, prep.content_hash, chunks))
                 added_rows = self.store.insert_documents(conn, state.id, new_documents)
+                if vectors is not None:
+                    hashes, matrix = vectors
+                    blobs = [v.tobytes() for v in matrix]
+                    self.store.insert_vectors(conn, state.embedder.name, added_rows, hashes, blobs)  # type: ignore[union-attr]
             except BaseException:
                 self._forget_terms(new_terms)
                 raise
@@ -295,6 +401,40 @@ class Index:
                 return
             state.lexical.remove(removed_rows)
             state.lexical.add(added_rows, [c.postings for d in new_documents for c in d.chunks])
+            if state.dense is not None:
+                state.dense.remove(removed_rows)
+                if vectors is not None:
+                    state.dense.add(added_rows, vectors[1])
+
+    def _embed_chunks(
+        self, state: _Collection, prepared: list[_Prepared]
+    ) -> tuple[list[bytes], np.ndarray] | None:
+        """Vectors for every new chunk (text hashes, matrix); cached ones are not recomputed."""
+        embedder = state.embedder
+        if embedder is None:
+            return None
+        texts = [
+            _embedding_text(prep.document.title, span.text)
+            for prep in prepared
+            for span, _ in prep.chunks
+        ]
+        return self._vectors_for_texts(embedder, texts)
+
+    def _vectors_for_texts(
+        self, embedder: Embedder, texts: list[str]
+    ) -> tuple[list[bytes], np.ndarray]:
+        hashes = [hashlib.sha1(t.encode("utf-8", "surrogatepass")).digest() for t in texts]
+        cached = self.store.cached_vectors(embedder.name, hashes)
+        first_of: dict[bytes, int] = {}
+        for i, h in enumerate(hashes):
+            first_of.setdefault(h, i)
+        todo = [i for h, i in first_of.items() if h not in cached]
+        fresh = embedder.embed([texts[i] for i in todo]) if todo else None
+        known = {hashes[i]: fresh[j] for j, i in enumerate(todo)} if fresh is not None else {}
+        matrix = np.zeros((len(texts), embedder.dimension), np.float32)
+        for i, h in enumerate(hashes):
+            matrix[i] = known[h] if h in known else np.frombuffer(cached[h], np.float32)
+        return hashes, matrix
 
     def _assign_term_ids(self, term_lists: list[list[str]], conn: Any) -> list[str]:
         """Give ids to terms never seen before and record them (inside the write)."""
@@ -370,7 +510,40 @@ class Index:
             )
         with self._lock:
             state.lexical.remove([r for r, _ in removed])
+            if state.dense is not None:
+                state.dense.remove([r for r, _ in removed])
         return len(removed)
+
+    def reembed(
+        self, collection: str = DEFAULT_COLLECTION, embedder: str | Embedder = "local"
+    ) -> int:
+        """Replace a collection's vectors with `embedder`'s (all chunks, one transaction).
+
+        The way to switch models, or to add vectors to a lexical-only collection. Returns the
+        number of chunks embedded. Vectors already in the embedding cache are reused.
+        """
+        model = resolve_embedder(embedder)
+        if model is None:
+            raise InputError("reembed needs an embedding model", "pass embedder='local' or a spec")
+        self._refresh_if_changed()
+        known = self.store.collections()
+        if collection not in known:
+            raise NotFound(f"no collection {collection!r} in {self.path}")
+        cid, raw = known[collection]
+        rows = self.store.chunk_texts(cid)
+        texts = [_embedding_text(title, text) for _, title, text in rows]
+        hashes, matrix = self._vectors_for_texts(model, texts)
+        raw = {**raw, "embedding": model.config()}
+        with self.store.write() as conn:
+            self.store.clear_vectors(conn, cid)
+            self.store.insert_vectors(
+                conn, model.name, [r for r, _, _ in rows], hashes, [v.tobytes() for v in matrix]
+            )
+            conn.execute("UPDATE collections SET config=? WHERE id=?", (json.dumps(raw), cid))
+        with self._lock:
+            self._embedders[json.dumps(model.config(), sort_keys=True)] = model
+            self._collections.pop(collection, None)
+        return len(rows)
 
     # -- reading ----------------------------------------------------------------------
     def query_term_ids(self, query: str, collection: str = DEFAULT_COLLECTION) -> list[int]:
@@ -400,19 +573,83 @@ class Index:
         query: str,
         top_k: int = 5,
         collection: str = DEFAULT_COLLECTION,
-        bm25: BM25Params | None = None,
+        *,
+        mode: str | None = None,
+        fusion: str = "rrf",
+        rrf_k: float = 60.0,
+        weights: dict[str, float] | None = None,
+        normalization: str = "minmax",
+        candidates: int = 40,
+        min_dense_similarity: float = 0.45,
         min_score: float | None = None,
-    ) -> list[Hit]:
-        """Hits for `query`, best first. An empty or punctuation-only query gives no hits."""
-        if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
-            raise InputError(f"top_k must be a positive integer, got {top_k!r}")
-        if top_k > MAX_TOP_K:
-            raise InputError(f"top_k must be at most {MAX_TOP_K}, got {top_k}")
-        rows, scores = self.search_rows(query, top_k, collection, bm25)
-        candidates = pipeline.fuse([pipeline.lexical_candidates(rows, scores)])
-        candidates = pipeline.top_k(pipeline.apply_min_score(candidates, min_score), top_k)
-        chunks = self.store.chunks_by_row([c.row_id for c in candidates])
-        return pipeline.hydrate(candidates, chunks)
+        bm25: BM25Params | None = None,
+        strict: bool = False,
+    ) -> SearchResult:
+        """Hits for `query`, best first (a list of Hit with `.degraded`, `.reason`, `.mode`).
+
+        `mode` is "lexical", "dense" or "hybrid" (default: hybrid when the collection has
+        vectors). Hybrid fuses each leg's top `candidates` by `fusion` ("rrf" with `rrf_k`,
+        or "weighted" over `normalization`-ed scores) with per-leg `weights`, and drops
+        dense-only hits below `min_dense_similarity`. If the query cannot be embedded,
+        hybrid answers from BM25 with `degraded=True`, or raises when `strict`.
+        An empty or punctuation-only query gives no hits.
+        """
+        options = SearchOptions(
+            top_k=top_k,
+            mode=mode,
+            fusion=fusion,
+            rrf_k=rrf_k,
+            weights=weights or {},
+            normalization=normalization,
+            candidates=candidates,
+            min_dense_similarity=min_dense_similarity,
+            min_score=min_score,
+            bm25=bm25,
+            strict=strict,
+        )
+        ranking = self.rank(query, options, collection)
+        chunks = self.store.chunks_by_row([c.row_id for c in ranking.candidates])
+        hits = pipeline.hydrate(ranking.candidates, chunks)
+        return SearchResult(hits, ranking.mode, ranking.degraded, ranking.reason)
+
+    def rank(
+        self, query: str, options: SearchOptions, collection: str = DEFAULT_COLLECTION
+    ) -> Ranking:
+        """The ranked candidates (chunk row ids with provenance) without fetching chunk text."""
+        if not isinstance(query, str):
+            raise InputError(f"query must be a string, got {type(query).__name__}")
+        self._refresh_if_changed()
+        state = self._collection(collection)
+        bm25 = options.bm25 or state.config.bm25
+        term_ids = self.query_term_ids(query, collection)
+
+        def lexical(_: str, depth: int) -> tuple[np.ndarray, np.ndarray]:
+            with self._lock:
+                return state.lexical.search(term_ids, depth, bm25)
+
+        def dense(text: str, depth: int) -> tuple[np.ndarray, np.ndarray]:
+            vector = self._query_vector(state.embedder, text)  # type: ignore[arg-type]
+            with self._lock:
+                return state.dense.search(vector, depth)  # type: ignore[union-attr]
+
+        has_dense = state.dense is not None and state.embedder is not None
+        return rank(query, options, lexical, dense if has_dense else None)
+
+    def _query_vector(self, embedder: Embedder, text: str) -> np.ndarray:
+        """Embed a query, remembering recent ones (apps repeat queries)."""
+        key = (embedder.name, text)
+        vector = self._query_cache.get(key)
+        if vector is None:
+            vector = (
+                embedder.embed_query(text)
+                if text.strip()
+                else np.zeros(embedder.dimension, np.float32)
+            )
+            with self._lock:
+                if len(self._query_cache) >= 1024:
+                    self._query_cache.pop(next(iter(self._query_cache)))
+                self._query_cache[key] = vector
+        return vector
 
     def document_text(self, doc_id: str, collection: str = DEFAULT_COLLECTION) -> str:
         """The full text of a stored document (chunk offsets index into it)."""
@@ -437,6 +674,8 @@ class Index:
             state = self._collection(name)
             out["collections"][name] = {
                 **counts,
+                "vectors": len(state.dense) if state.dense is not None else 0,
+                "embedding": state.config.embedding,
                 "terms": state.lexical.vocabulary_size,
                 "avg_chunk_terms": round(state.lexical.avgdl, 2),
                 "config": state.config.to_dict(),

@@ -58,6 +58,9 @@ class Hit:
     match: str = "lexical"
     lexical_rank: int | None = None
     lexical_score: float | None = None
+    dense_rank: int | None = None
+    dense_score: float | None = None
+    fused_score: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-ready form (used by the CLI's --json and the server)."""
@@ -76,4 +79,31 @@ class Hit:
             "match": self.match,
             "lexical_rank": self.lexical_rank,
             "lexical_score": self.lexical_score,
+            "dense_rank": self.dense_rank,
+            "dense_score": self.dense_score,
+            "fused_score": self.fused_score,
+        }
+
+
+class SearchResult(list):  # list[Hit]
+    """The hits of a search (a plain list of Hit) plus how the search went.
+
+    `degraded` is True when a leg could not run (for example the embedding service was down)
+    and the hits come from the remaining leg; `reason` says why.
+    """
+
+    def __init__(
+        self, hits: list[Hit], mode: str, degraded: bool = False, reason: str | None = None
+    ) -> None:
+        super().__init__(hits)
+        self.mode = mode
+        self.degraded = degraded
+        self.reason = reason
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "mode": self.mode,
+            "degraded": self.degraded,
+            "reason": self.reason,
+            "results": [h.to_dict() for h in self],
         }

@@ -7,15 +7,16 @@ from typing import Any
 from ragloom.chunking.policy import ChunkPolicy
 from ragloom.chunking.prose import absorb_short, pack_paragraphs, paragraph_spans
 from ragloom.chunking.sections import fold_short_parents, split_sections
+from ragloom.chunking.sentences import SentenceIndex
 from ragloom.chunking.spans import trim
 from ragloom.models import ChunkSpan
 
 DEFAULT_POLICY = ChunkPolicy()
 
 
-def _metadata(mode: str, headings: tuple[str, ...]) -> dict[str, Any]:
-    """Per-chunk metadata: the heading path in markdown mode, nothing in prose mode."""
-    return {"headings": list(headings)} if mode == "markdown" else {}
+def _metadata(mode: str) -> dict[str, Any]:
+    """Metadata of a whole-document chunk: an empty heading path in markdown mode."""
+    return {"headings": []} if mode == "markdown" else {}
 
 
 def chunk_text(text: str, policy: ChunkPolicy = DEFAULT_POLICY) -> list[ChunkSpan]:
@@ -25,19 +26,27 @@ def chunk_text(text: str, policy: ChunkPolicy = DEFAULT_POLICY) -> list[ChunkSpa
         return []
     if policy.max_chars == 0:
         start, end = whole
-        return [ChunkSpan(text[start:end], start, end, _metadata(policy.mode, ()))]
+        return [ChunkSpan(text[start:end], start, end, _metadata(policy.mode))]
     # A document shorter than min_chars is not a fragment: keep all of it.
     min_chars = policy.min_chars if whole[1] - whole[0] >= policy.min_chars else 0
     sections, fences = split_sections(text, policy.mode)
+    sentences = SentenceIndex(text)
     found: list[tuple[int, int, tuple[str, ...]]] = []
     for section in fold_short_parents(sections, min_chars):
+        if section.end - section.start <= policy.max_chars:  # fits: packing would keep it whole
+            found.append((section.start, section.end, section.headings))
+            continue
         paragraphs = paragraph_spans(text, section.start, section.end, fences)
-        pieces = pack_paragraphs(text, paragraphs, policy.max_chars, policy.overlap, min_chars)
+        pieces = pack_paragraphs(
+            text, paragraphs, policy.max_chars, policy.overlap, min_chars, sentences
+        )
         for start, end in absorb_short(pieces, policy.max_chars, min_chars):
             found.append((start, end, section.headings))
     kept = [piece for piece in found if piece[1] - piece[0] >= min_chars]
     # Never lose a whole document to fragment dropping: if nothing survives, keep the pieces.
-    return [
-        ChunkSpan(text[start:end], start, end, _metadata(policy.mode, headings))
-        for start, end, headings in (kept or found)
-    ]
+    if policy.mode == "markdown":
+        return [
+            ChunkSpan(text[start:end], start, end, {"headings": list(headings)})
+            for start, end, headings in (kept or found)
+        ]
+    return [ChunkSpan(text[start:end], start, end, {}) for start, end, _ in (kept or found)]

@@ -50,18 +50,16 @@ def markdown_marks(text: str) -> tuple[list[Mark], list[tuple[int, int]]]:
                 fences.append((fence_start, line_end))
                 fence_char = ""
             continue
-        opening = _FENCE_OPEN.fullmatch(line)
-        if opening and not (opening.group(1)[0] == "`" and "`" in opening.group(2)):
-            fence_char, fence_len, fence_start = (
-                opening.group(1)[0],
-                len(opening.group(1)),
-                line_start,
-            )
+        lead = line.lstrip()[0]
+        if lead in "`~":
+            opening = _FENCE_OPEN.fullmatch(line)
+            if opening and not (lead == "`" and "`" in opening.group(2)):
+                fence_char, fence_len, fence_start = lead, len(opening.group(1)), line_start
             continue
         if is_scene_break(line):
             marks.append(Mark(line_start, line_end, 0, ""))
             continue
-        heading = _HEADING.fullmatch(line)
+        heading = _HEADING.fullmatch(line) if lead == "#" else None
         if heading:
             title = heading_title(heading.group(2))
             if title:  # an empty `#` line is kept as plain content

@@ -21,7 +21,13 @@ def _check_int(name: str, value: Any) -> None:
 
 @dataclass(frozen=True)
 class ChunkPolicy:
-    """How a document is cut into chunks; `to_dict()` fingerprints it for the index."""
+    """How a document is cut into chunks; `to_dict()` fingerprints it for the index.
+
+    max_chars bounds every chunk (0: the whole trimmed document is one chunk); overlap is
+    how much consecutive pieces of a split paragraph may share; chunks shorter than
+    min_chars are dropped as fragments, unless that would leave the document with no
+    chunk at all (so a min_chars above max_chars never loses a document).
+    """
 
     mode: str = "prose"
     max_chars: int = 400
@@ -57,12 +63,6 @@ class ChunkPolicy:
             raise InputError(
                 f"chunk policy: min_chars must be >= 0, got {self.min_chars}",
                 "use 0 to keep every fragment",
-            )
-        if self.max_chars > 0 and self.min_chars > self.max_chars:
-            raise InputError(
-                f"chunk policy: min_chars ({self.min_chars}) must not exceed "
-                f"max_chars ({self.max_chars})",
-                "lower min_chars or raise max_chars",
             )
 
     def to_dict(self) -> dict[str, Any]:

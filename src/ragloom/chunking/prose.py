@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+from ragloom.chunking.sentences import SentenceIndex
 from ragloom.chunking.spans import Span, trim
 from ragloom.chunking.splitter import split_long
 
@@ -43,7 +44,12 @@ def _join_fenced(spans: list[Span], fences: list[Span] | tuple[Span, ...]) -> li
 
 
 def pack_paragraphs(
-    text: str, paragraphs: list[Span], max_chars: int, overlap: int, min_chars: int
+    text: str,
+    paragraphs: list[Span],
+    max_chars: int,
+    overlap: int,
+    min_chars: int,
+    sentences: SentenceIndex | None = None,
 ) -> list[Span]:
     """Greedily pack whole paragraphs up to max_chars; split only paragraphs that don't fit."""
     pieces: list[Span] = []
@@ -56,7 +62,7 @@ def pack_paragraphs(
                     start = open_start  # a short lead-in (e.g. a heading) joins the split
                 else:
                     pieces.append((open_start, open_end))
-            split = split_long(text, start, end, max_chars, overlap, min_chars, floor)
+            split = split_long(text, start, end, max_chars, overlap, min_chars, floor, sentences)
             pieces.extend(split[:-1])
             open_start, open_end = split[-1]  # the tail may take the next paragraphs
         elif open_start < 0:
@@ -73,7 +79,7 @@ def pack_paragraphs(
 
 def absorb_short(pieces: list[Span], max_chars: int, min_chars: int) -> list[Span]:
     """Merge pieces shorter than min_chars into a neighbour when the result still fits."""
-    if len(pieces) < 2 or min(end - start for start, end in pieces) >= min_chars:
+    if len(pieces) < 2 or not [1 for start, end in pieces if end - start < min_chars]:
         return pieces
     backward: list[Span] = []
     for start, end in pieces:

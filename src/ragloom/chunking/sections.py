@@ -24,24 +24,21 @@ def build_sections(text: str, marks: list[Mark]) -> list[Section]:
     stack: list[tuple[int, str]] = []
     headings: tuple[str, ...] = ()
     cursor = 0
-
-    def close(end: int, heading_follows: bool) -> None:
-        span = trim(text, cursor, end)
-        if span is not None:
-            sections.append(Section(span[0], span[1], headings, heading_follows))
-
     for mark in marks:
+        span = trim(text, cursor, mark.start)  # the section this mark closes
+        if span is not None:
+            sections.append(Section(span[0], span[1], headings, mark.level > 0))
         if mark.level == 0:  # break: the line itself belongs to no section
-            close(mark.start, False)
             cursor = mark.end
         else:  # heading: its line is the first content of the new section
-            close(mark.start, True)
             while stack and stack[-1][0] >= mark.level:
                 stack.pop()
             stack.append((mark.level, mark.title))
             headings = tuple(title for _, title in stack)
             cursor = mark.start
-    close(len(text), False)
+    span = trim(text, cursor, len(text))
+    if span is not None:
+        sections.append(Section(span[0], span[1], headings, False))
     return sections
 
 

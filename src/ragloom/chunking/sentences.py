@@ -40,6 +40,22 @@ def sentence_bounds(text: str, start: int, end: int) -> tuple[list[int], list[in
     return [e for e, _ in found], [s for _, s in found]
 
 
+class SentenceIndex:
+    """Sentence bounds of a whole document, found on first use and shared by all its splits."""
+
+    __slots__ = ("_bounds", "_text")
+
+    def __init__(self, text: str) -> None:
+        self._text = text
+        self._bounds: tuple[list[int], list[int]] | None = None
+
+    def bounds(self) -> tuple[list[int], list[int]]:
+        """(sentence ends, next-sentence starts) over the whole text, sorted."""
+        if self._bounds is None:
+            self._bounds = sentence_bounds(self._text, 0, len(self._text))
+        return self._bounds
+
+
 def last_word_end(text: str, start: int, limit: int) -> int | None:
     """Largest e in (start, limit] where a word ends (text[e] is whitespace), if any."""
     m = _LAST_WORD_END.match(text, start, limit + 1)

@@ -18,6 +18,8 @@ def skip_space(text: str, start: int, end: int) -> int:
 
 def trim(text: str, start: int, end: int) -> Span | None:
     """Shrink [start, end) to exclude outer whitespace; None when nothing is left."""
+    if start < end and not text[start].isspace() and not text[end - 1].isspace():
+        return start, end  # the common case, without a regex call
     m = _NON_SPACE.search(text, start, end)
     if m is None:
         return None

@@ -5,6 +5,7 @@ from __future__ import annotations
 from bisect import bisect_left, bisect_right
 
 from ragloom.chunking.sentences import (
+    SentenceIndex,
     first_word_start,
     last_word_end,
     safe_hard_cut,
@@ -13,29 +14,23 @@ from ragloom.chunking.sentences import (
 from ragloom.chunking.spans import Span, skip_space
 
 
-def _last_before(values: list[int], low: int, high: int) -> int | None:
-    """Largest value v in the sorted list with low < v <= high."""
-    i = bisect_right(values, high) - 1
-    return values[i] if i >= 0 and values[i] > low else None
-
-
 def _choose_cut(
     text: str, pos: int, limit: int, floor: int, ends: list[int], half: int
 ) -> int | None:
     """Best piece end in (floor, limit]: a late sentence end, else a word end, else any end."""
-    cut = _last_before(ends, max(floor, pos + half), limit)
-    if cut is None:
-        cut = last_word_end(text, pos, limit)
-        if cut is not None and cut <= floor:
-            cut = None
-    if cut is None:
-        cut = _last_before(ends, floor, limit)
-    return cut
+    i = bisect_right(ends, limit) - 1
+    sentence = ends[i] if i >= 0 and ends[i] > floor else None
+    if sentence is not None and sentence > pos + half:
+        return sentence
+    word = last_word_end(text, pos, limit)
+    return word if word is not None and word > floor else sentence
 
 
 def _overlap_start(text: str, pos: int, cut: int, overlap: int, starts: list[int]) -> int | None:
     """Earliest sentence start (else word start) within `overlap` chars before `cut`."""
-    low = max(cut - overlap, pos + 1)
+    low = cut - overlap
+    if low <= pos:
+        low = pos + 1
     if low >= cut:
         return None
     i = bisect_left(starts, low)
@@ -52,13 +47,15 @@ def split_long(
     overlap: int,
     min_chars: int,
     floor: int | None = None,
+    sentences: SentenceIndex | None = None,
 ) -> list[Span]:
     """Cut trimmed text[start:end] into pieces of <= max_chars that overlap by <= overlap.
 
     `floor` is the end of the piece emitted just before (when `start` reaches back into
     it): every piece must end beyond it so the output stays in document order.
+    `sentences` shares one sentence scan between all the splits of a document.
     """
-    ends, starts = sentence_bounds(text, start, end)
+    ends, starts = sentences.bounds() if sentences else sentence_bounds(text, start, end)
     half = max_chars // 2
     pieces: list[Span] = []
     pos = start  # start of the piece being cut
@@ -67,7 +64,7 @@ def split_long(
     while end - pos > max_chars:
         limit = pos + max_chars
         # Leave at least min_chars for the last piece when a boundary allows it.
-        preferred = min(limit, end - min_chars)
+        preferred = end - min_chars if end - min_chars < limit else limit
         cut = _choose_cut(text, pos, preferred, floor, ends, half) if preferred > floor else None
         if cut is None and preferred < limit:
             cut = _choose_cut(text, pos, limit, floor, ends, half)

@@ -1,18 +1,20 @@
-"""Run a BEIR collection through a temporary index and score the ranking."""
+"""Run a BEIR collection through an index and score the ranking."""
 
 from __future__ import annotations
 
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from ragloom.config import CollectionConfig
-from ragloom.evaluation.beir import load_beir
+from ragloom.embedding import Embedder
+from ragloom.evaluation.beir import BeirDataset, load_beir
 from ragloom.evaluation.metrics import evaluate_run
 from ragloom.index import Index
+from ragloom.retrieval.search import SearchOptions
 
 EVAL_COLLECTION = "eval"
 
@@ -37,6 +39,7 @@ class EvalResult:
     metrics: dict[str, float]
     index_seconds: float
     query_seconds: float
+    mode: str = "lexical"
     config: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -47,6 +50,7 @@ class EvalResult:
         return {
             "dataset": self.dataset,
             "split": self.split,
+            "mode": self.mode,
             "queries": self.queries,
             "documents": self.documents,
             "chunks": self.chunks,
@@ -64,14 +68,17 @@ def rank_documents(
     depth: int,
     doc_of_row: dict[int, str],
     exclude_id: str | None = None,
+    options: SearchOptions | None = None,
 ) -> list[str]:
     """Top `depth` document ids for a query: chunk hits folded to their best-scoring document."""
     fetch = depth + 1
+    base = options or SearchOptions(mode="lexical")
     while True:
-        rows, _ = index.search_rows(query, fetch, EVAL_COLLECTION)
+        wanted = replace(base, top_k=fetch, candidates=max(base.candidates, fetch))
+        rows = [c.row_id for c in index.rank(query, wanted, EVAL_COLLECTION).candidates]
         ranked: list[str] = []
         seen: set[str] = set()
-        for row in rows.tolist():
+        for row in rows:
             doc = doc_of_row[row]
             if doc not in seen and doc != exclude_id:
                 seen.add(doc)
@@ -79,6 +86,41 @@ def rank_documents(
         if len(ranked) >= depth or len(rows) < fetch:
             return ranked[:depth]
         fetch *= 4
+
+
+def build_index(
+    index: Index,
+    dataset: BeirDataset,
+    config: CollectionConfig,
+    on_progress: Callable[[str, int, int], None] | None = None,
+) -> float:
+    """Index the corpus into the eval collection; returns the seconds it took."""
+    index.configure(EVAL_COLLECTION, **config.to_dict())
+    started = time.perf_counter()
+    index.add(
+        dataset.iter_corpus(),
+        EVAL_COLLECTION,
+        on_batch=(lambda n: on_progress("index", n, 0)) if on_progress else None,
+    )
+    return time.perf_counter() - started
+
+
+def evaluate_index(
+    index: Index,
+    dataset: BeirDataset,
+    options: SearchOptions,
+    keep_self_hits: bool = False,
+    depth: int = 100,
+) -> tuple[dict[str, float], float]:
+    """Metrics of the eval collection's ranking, and the seconds all queries took."""
+    doc_of_row = index.chunk_documents(EVAL_COLLECTION)
+    run: dict[str, list[str]] = {}
+    started = time.perf_counter()
+    for qid, text in dataset.queries.items():
+        exclude = None if keep_self_hits else qid
+        run[qid] = rank_documents(index, text, depth, doc_of_row, exclude, options)
+    seconds = time.perf_counter() - started
+    return evaluate_run(run, dataset.qrels, k_ndcg=10, k_recall=depth, k_mrr=10), seconds
 
 
 def run_beir(
@@ -89,41 +131,34 @@ def run_beir(
     depth: int = 100,
     index_path: str | Path | None = None,
     on_progress: Callable[[str, int, int], None] | None = None,
+    options: SearchOptions | None = None,
+    embedder: str | Embedder | None = None,
 ) -> EvalResult:
-    """Index the corpus into a fresh index (temporary unless `index_path`) and evaluate.
+    """Index the corpus (into a temporary file unless `index_path`) and evaluate one search.
 
+    `embedder` None evaluates lexical search only; give one (e.g. "local") for dense/hybrid.
     A hit whose document id equals the query id is ignored unless `keep_self_hits`.
     """
     dataset = load_beir(folder, split)
     config = config or whole_document_config()
+    options = options or SearchOptions(mode="lexical" if embedder is None else None)
     with tempfile.TemporaryDirectory(prefix="ragloom-eval-") as tmp:
         path = Path(index_path) if index_path else Path(tmp) / "eval.db"
-        with Index(path) as index:
-            index.configure(EVAL_COLLECTION, **config.to_dict())
-            started = time.perf_counter()
-            report = index.add(
-                dataset.iter_corpus(),
-                EVAL_COLLECTION,
-                on_batch=(lambda n: on_progress("index", n, 0)) if on_progress else None,
-            )
-            index_seconds = time.perf_counter() - started
-            doc_of_row = index.chunk_documents(EVAL_COLLECTION)
-            run: dict[str, list[str]] = {}
-            started = time.perf_counter()
-            for qid, text in dataset.queries.items():
-                exclude = None if keep_self_hits else qid
-                run[qid] = rank_documents(index, text, depth, doc_of_row, exclude)
-            query_seconds = time.perf_counter() - started
-    metrics = evaluate_run(run, dataset.qrels, k_ndcg=10, k_recall=depth, k_mrr=10)
+        with Index(path, embedder=embedder) as index:
+            index_seconds = build_index(index, dataset, config, on_progress)
+            metrics, query_seconds = evaluate_index(index, dataset, options, keep_self_hits, depth)
+            stats = index.stats()["collections"][EVAL_COLLECTION]
+            mode = options.mode or ("hybrid" if stats["vectors"] else "lexical")
     n_queries = int(metrics.pop("queries"))
     return EvalResult(
         dataset=dataset.name,
         split=split,
         queries=n_queries,
-        documents=report.documents + report.unchanged,
-        chunks=len(doc_of_row),
+        documents=stats["documents"],
+        chunks=stats["chunks"],
         metrics=metrics,
         index_seconds=index_seconds,
         query_seconds=query_seconds,
+        mode=mode,
         config=config.to_dict(),
     )

@@ -1,4 +1,4 @@
-"""Pipeline stages as plain functions: leg -> fuse -> threshold -> top-k -> hydrate."""
+"""Pipeline stages as plain functions: legs -> fuse -> threshold -> top-k -> hydrate."""
 
 from __future__ import annotations
 
@@ -10,6 +10,8 @@ import numpy as np
 from ragloom.models import Hit
 from ragloom.store.sqlite import StoredChunk
 
+LEXICAL, DENSE = "lexical", "dense"
+
 
 @dataclass(frozen=True)
 class Candidate:
@@ -17,24 +19,45 @@ class Candidate:
 
     row_id: int
     score: float
-    match: str
+    match: str  # "lexical", "dense" or "both"
     lexical_rank: int | None = None
     lexical_score: float | None = None
+    dense_rank: int | None = None
+    dense_score: float | None = None
+    fused_score: float | None = None
+
+
+def leg_candidates(
+    leg: str, row_ids: np.ndarray, scores: np.ndarray, alone: bool = False
+) -> list[Candidate]:
+    """Wrap one leg's ranked output as candidates (ranks are 1-based).
+
+    `alone` marks a single-leg search, where the leg's score is also the fused score.
+    """
+    out = []
+    for rank, (row, score) in enumerate(zip(row_ids.tolist(), scores.tolist()), start=1):
+        fused = score if alone else None
+        if leg == LEXICAL:
+            out.append(Candidate(row, score, LEXICAL, rank, score, fused_score=fused))
+        else:
+            out.append(
+                Candidate(row, score, DENSE, dense_rank=rank, dense_score=score, fused_score=fused)
+            )
+    return out
 
 
 def lexical_candidates(row_ids: np.ndarray, scores: np.ndarray) -> list[Candidate]:
-    """Wrap the BM25 leg's ranked output as candidates (rank is 1-based)."""
+    """The BM25 leg's output as candidates."""
+    return leg_candidates(LEXICAL, row_ids, scores)
+
+
+def drop_weak_dense_only(candidates: Sequence[Candidate], min_similarity: float) -> list[Candidate]:
+    """Drop hits found only by the dense leg whose cosine is below `min_similarity`."""
     return [
-        Candidate(int(r), float(s), "lexical", rank, float(s))
-        for rank, (r, s) in enumerate(zip(row_ids.tolist(), scores.tolist()), start=1)
+        c
+        for c in candidates
+        if c.match != DENSE or (c.dense_score is not None and c.dense_score >= min_similarity)
     ]
-
-
-def fuse(legs: Sequence[Sequence[Candidate]]) -> list[Candidate]:
-    """Combine legs into one ranked list. With a single leg its order and scores stand."""
-    if len(legs) == 1:
-        return list(legs[0])
-    raise NotImplementedError("fusion of several legs arrives with dense retrieval")
 
 
 def apply_min_score(candidates: Sequence[Candidate], min_score: float | None) -> list[Candidate]:
@@ -73,6 +96,9 @@ def hydrate(candidates: Sequence[Candidate], chunks: Mapping[int, StoredChunk]) 
                 match=cand.match,
                 lexical_rank=cand.lexical_rank,
                 lexical_score=cand.lexical_score,
+                dense_rank=cand.dense_rank,
+                dense_score=cand.dense_score,
+                fused_score=cand.fused_score,
             )
         )
     return hits

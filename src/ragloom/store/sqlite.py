@@ -139,12 +139,12 @@ class SQLiteStore:
         try:
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")
-            if app_id != APPLICATION_ID:
-                conn.executescript(
-                    f"BEGIN IMMEDIATE; {SCHEMA}; PRAGMA application_id={APPLICATION_ID};"
-                    f" INSERT OR REPLACE INTO meta VALUES ('schema_version', '{SCHEMA_VERSION}');"
-                    " COMMIT;"
-                )
+            # Idempotent: creates a new file's tables and any table added since a file was made.
+            conn.executescript(
+                f"BEGIN IMMEDIATE; {SCHEMA}; PRAGMA application_id={APPLICATION_ID};"
+                f" INSERT OR IGNORE INTO meta VALUES ('schema_version', '{SCHEMA_VERSION}');"
+                " COMMIT;"
+            )
             version = int(
                 conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0]
             )
@@ -364,6 +364,76 @@ class SQLiteStore:
                 (collection_id,),
             )
             .fetchall()
+        )
+
+    # -- vectors ----------------------------------------------------------------------
+    def vectors(self, collection_id: int) -> tuple[list[int], list[bytes]]:
+        """(row ids, float32 vector blobs) of every embedded chunk in a collection."""
+        rows = (
+            self._reader()
+            .execute(
+                "SELECT v.chunk_id, v.vector FROM vectors v JOIN chunks k ON k.id = v.chunk_id"
+                " JOIN documents d ON d.id = k.document_id WHERE d.collection_id = ?"
+                " ORDER BY v.chunk_id",
+                (collection_id,),
+            )
+            .fetchall()
+        )
+        return [r for r, _ in rows], [v for _, v in rows]
+
+    def cached_vectors(self, model: str, hashes: Sequence[bytes]) -> dict[bytes, bytes]:
+        """Vectors already computed by `model` for texts with these hashes."""
+        out: dict[bytes, bytes] = {}
+        conn = self._reader()
+        for i in range(0, len(hashes), 500):
+            part = list(hashes[i : i + 500])
+            marks = ",".join("?" * len(part))
+            out.update(
+                conn.execute(
+                    f"SELECT text_hash, vector FROM embedding_cache WHERE model = ?"
+                    f" AND text_hash IN ({marks})",
+                    (model, *part),
+                ).fetchall()
+            )
+        return out
+
+    @staticmethod
+    def insert_vectors(
+        conn: sqlite3.Connection,
+        model: str,
+        rows: Sequence[int],
+        hashes: Sequence[bytes],
+        blobs: Sequence[bytes],
+    ) -> None:
+        """Store chunk vectors and remember them in the embedding cache (inside a write)."""
+        conn.executemany(
+            "INSERT OR REPLACE INTO vectors (chunk_id, vector) VALUES (?, ?)", zip(rows, blobs)
+        )
+        conn.executemany(
+            "INSERT OR IGNORE INTO embedding_cache (model, text_hash, vector) VALUES (?, ?, ?)",
+            ((model, h, b) for h, b in zip(hashes, blobs)),
+        )
+
+    def chunk_texts(self, collection_id: int) -> list[tuple[int, str | None, str]]:
+        """(row id, document title, chunk text) of every chunk in a collection."""
+        return (
+            self._reader()
+            .execute(
+                "SELECT k.id, d.title, k.text FROM chunks k"
+                " JOIN documents d ON d.id = k.document_id"
+                " WHERE d.collection_id = ? ORDER BY k.id",
+                (collection_id,),
+            )
+            .fetchall()
+        )
+
+    @staticmethod
+    def clear_vectors(conn: sqlite3.Connection, collection_id: int) -> None:
+        """Delete every vector of a collection (inside a write)."""
+        conn.execute(
+            "DELETE FROM vectors WHERE chunk_id IN (SELECT k.id FROM chunks k"
+            " JOIN documents d ON d.id = k.document_id WHERE d.collection_id = ?)",
+            (collection_id,),
         )
 
     def chunk_documents(self, collection_id: int) -> dict[int, str]:

@@ -1,0 +1,123 @@
+"""Fusion of the lexical and dense legs: reciprocal rank fusion and weighted score fusion.
+
+Both are pure functions over candidate lists and honour per-leg weights. The result is
+sorted best first; ties keep the order in which candidates were first seen (lexical first).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+
+import numpy as np
+
+from ragloom.errors import InputError
+from ragloom.retrieval.pipeline import DENSE, LEXICAL, Candidate
+
+FUSIONS = ("rrf", "weighted")
+NORMALIZATIONS = ("minmax", "zscore")
+
+
+def _merge(legs: Mapping[str, Sequence[Candidate]]) -> dict[int, Candidate]:
+    """One candidate per row carrying every leg's rank and score."""
+    merged: dict[int, Candidate] = {}
+    for leg in (LEXICAL, DENSE):
+        for cand in legs.get(leg, ()):
+            seen = merged.get(cand.row_id)
+            if seen is None:
+                merged[cand.row_id] = cand
+            elif leg == DENSE:
+                merged[cand.row_id] = replace(
+                    seen, match="both", dense_rank=cand.dense_rank, dense_score=cand.dense_score
+                )
+    return merged
+
+
+def _check_weights(weights: Mapping[str, float]) -> None:
+    for leg, weight in weights.items():
+        if leg not in (LEXICAL, DENSE):
+            raise InputError(f"unknown leg {leg!r} in weights", "use 'lexical' and 'dense'")
+        if not isinstance(weight, (int, float)) or isinstance(weight, bool) or weight < 0:
+            raise InputError(f"weight of {leg!r} must be a non-negative number, got {weight!r}")
+
+
+def _ranked(merged: dict[int, Candidate], scores: dict[int, float]) -> list[Candidate]:
+    out = [replace(c, score=scores[row], fused_score=scores[row]) for row, c in merged.items()]
+    return sorted(out, key=lambda c: -c.score)
+
+
+def reciprocal_rank_fusion(
+    legs: Mapping[str, Sequence[Candidate]],
+    k: float = 60.0,
+    weights: Mapping[str, float] | None = None,
+) -> list[Candidate]:
+    """score = sum over legs of weight / (k + rank)."""
+    weights = {LEXICAL: 1.0, DENSE: 1.0, **(weights or {})}
+    _check_weights(weights)
+    if k < 0:
+        raise InputError(f"rrf k must be >= 0, got {k}")
+    merged = _merge(legs)
+    scores = {}
+    for row, c in merged.items():
+        total = 0.0
+        if c.lexical_rank is not None:
+            total += weights[LEXICAL] / (k + c.lexical_rank)
+        if c.dense_rank is not None:
+            total += weights[DENSE] / (k + c.dense_rank)
+        scores[row] = total
+    return _ranked(merged, scores)
+
+
+def normalize(scores: np.ndarray, method: str = "minmax") -> np.ndarray:
+    """Min-max to [0, 1] (all-equal scores map to 1) or z-score (all-equal map to 0)."""
+    if method not in NORMALIZATIONS:
+        raise InputError(f"unknown normalization {method!r}", f"use one of {NORMALIZATIONS}")
+    if len(scores) == 0:
+        return scores.astype(np.float64)
+    scores = scores.astype(np.float64)
+    if method == "minmax":
+        low, high = scores.min(), scores.max()
+        return np.ones_like(scores) if high == low else (scores - low) / (high - low)
+    std = scores.std()
+    return np.zeros_like(scores) if std == 0 else (scores - scores.mean()) / std
+
+
+def weighted_fusion(
+    legs: Mapping[str, Sequence[Candidate]],
+    weights: Mapping[str, float] | None = None,
+    normalization: str = "minmax",
+) -> list[Candidate]:
+    """score = sum over legs of weight * normalised leg score.
+
+    A row missing from a leg gets that leg's lowest normalised score (0 for min-max).
+    """
+    weights = {LEXICAL: 0.5, DENSE: 0.5, **(weights or {})}
+    _check_weights(weights)
+    merged = _merge(legs)
+    totals = dict.fromkeys(merged, 0.0)
+    for leg in (LEXICAL, DENSE):
+        cands = legs.get(leg, ())
+        if not cands:
+            continue
+        raw = np.array([c.score for c in cands], np.float64)
+        norm = normalize(raw, normalization)
+        floor = float(norm.min())
+        by_row = dict(zip((c.row_id for c in cands), norm.tolist()))
+        for row in merged:
+            totals[row] += weights[leg] * by_row.get(row, floor)
+    return _ranked(merged, totals)
+
+
+def fuse(
+    legs: Mapping[str, Sequence[Candidate]],
+    method: str = "rrf",
+    rrf_k: float = 60.0,
+    weights: Mapping[str, float] | None = None,
+    normalization: str = "minmax",
+) -> list[Candidate]:
+    """Dispatch to a fusion method by name."""
+    if method == "rrf":
+        return reciprocal_rank_fusion(legs, rrf_k, weights)
+    if method == "weighted":
+        return weighted_fusion(legs, weights, normalization)
+    raise InputError(f"unknown fusion {method!r}", f"use one of {', '.join(FUSIONS)}")
