@@ -214,3 +214,28 @@ def test_missing_index_is_an_error_when_not_creating(tmp_path: Path):
 def test_open_index_helper(index_path: Path):
     with ragloom.open_index(str(index_path)) as index:
         assert index.stats()["documents"] == 0
+
+
+def test_a_fresh_index_answers_with_no_hits_and_unknown_collections_are_errors(index: Index):
+    assert index.search("anything") == []
+    with pytest.raises(NotFound):
+        index.search("anything", collection="elsewhere")
+
+
+def test_documents_can_name_their_own_collection(index: Index):
+    index.add(
+        [Document("a", "alpha lantern text"), Document("b", "beta lantern text", collection="x")]
+    )
+    assert [h.document_id for h in index.search("lantern")] == ["a"]
+    assert [h.document_id for h in index.search("lantern", collection="x")] == ["b"]
+
+
+def test_enrichers_add_chunk_metadata_and_change_the_hash(index: Index):
+    def shouty(doc: Document, span) -> dict:
+        return {"loud": span.text.isupper()}
+
+    index.add([Document("a", "QUIET NO MORE"), Document("b", "calm words here")], enrichers=[shouty])
+    assert index.search("quiet")[0].metadata["loud"] is True
+    assert index.search("calm")[0].metadata["loud"] is False
+    assert index.add([Document("a", "QUIET NO MORE")], enrichers=[shouty]).unchanged == 1
+    assert index.add([Document("a", "QUIET NO MORE")]).documents == 1  # enrichers changed

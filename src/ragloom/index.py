@@ -19,6 +19,7 @@ from ragloom.chunking import ChunkPolicy, chunk_text
 from ragloom.config import CollectionConfig
 from ragloom.dense import DenseIndex
 from ragloom.embedding import Embedder, embedder_from_config, resolve_embedder
+from ragloom.enrich import Enricher, enrich_span, enrichers_fingerprint
 from ragloom.errors import EmbeddingMismatch, InputError, NotFound
 from ragloom.lexical import BM25Params, LexicalIndex
 from ragloom.lexical.index import Postings, count_postings
@@ -80,7 +81,7 @@ def _policy_fingerprint(policy: ChunkPolicy) -> str:
     return json.dumps(policy.to_dict(), sort_keys=True)
 
 
-def _content_hash(doc: Document, config: CollectionConfig) -> str:
+def _content_hash(doc: Document, config: CollectionConfig, salt: str = "") -> str:
     """Fingerprint of everything that shapes a document's chunks and postings."""
     settings = json.dumps(
         [
@@ -89,6 +90,7 @@ def _content_hash(doc: Document, config: CollectionConfig) -> str:
             doc.metadata,
             _policy_fingerprint(config.policy_for(doc.source)),
             config.title_weight,
+            salt,
         ],
         ensure_ascii=False,
         sort_keys=True,
@@ -317,12 +319,36 @@ class Index:
         documents: Iterable[Document],
         collection: str = DEFAULT_COLLECTION,
         on_batch: Callable[[int], None] | None = None,
+        enrichers: Sequence[Enricher] = (),
     ) -> IndexReport:
         """Index documents; unchanged ones (same content hash) are skipped.
 
         Each changed document replaces all of its chunks atomically; batches commit as they go.
+        A document whose `collection` is set goes there instead of `collection`. `enrichers`
+        add metadata to each chunk (see `ragloom.enrich`).
         """
         self._refresh_if_changed()
+        self._writable(collection)  # the named collection exists even if no document lands
+        report = IndexReport()
+        batches: dict[str, list[Document]] = {}
+        for doc in documents:
+            target = _check_document(doc).collection or collection
+            batch = batches.setdefault(target, [])
+            batch.append(doc)
+            if len(batch) >= WRITE_BATCH:
+                self._write_batch(self._writable(target), batch, report, enrichers)
+                if on_batch:
+                    on_batch(len(batch))
+                batches[target] = []
+        for target, batch in batches.items():
+            if batch:
+                self._write_batch(self._writable(target), batch, report, enrichers)
+                if on_batch:
+                    on_batch(len(batch))
+        return report
+
+    def _writable(self, collection: str) -> _Collection:
+        """A collection's state, created if new, refusing writes that would lack vectors."""
         state = self._collection(collection, create=True)
         if state.config.embedding and state.embedder is None:
             raise EmbeddingMismatch(
@@ -330,41 +356,41 @@ class Index:
                 " but this index was opened without an embedding model",
                 "open the index with embedder='auto' (the default) to add documents",
             )
-        report = IndexReport()
-        batch: list[Document] = []
-        for doc in documents:
-            batch.append(_check_document(doc))
-            if len(batch) >= WRITE_BATCH:
-                self._write_batch(state, batch, report)
-                if on_batch:
-                    on_batch(len(batch))
-                batch = []
-        if batch:
-            self._write_batch(state, batch, report)
-            if on_batch:
-                on_batch(len(batch))
-        return report
+        return state
 
-    def _prepare(self, state: _Collection, doc: Document, content_hash: str) -> _Prepared:
-        """Chunk and tokenize one document (outside any transaction)."""
+    def _prepare(
+        self,
+        state: _Collection,
+        doc: Document,
+        content_hash: str,
+        enrichers: Sequence[Enricher] = (),
+    ) -> _Prepared:
+        """Chunk, enrich and tokenize one document (outside any transaction)."""
         terms = state.tokenizer.terms
         title_terms = terms(doc.title) * state.config.title_weight if doc.title else []
-        chunks = [
-            (span, terms(span.text) + title_terms)
-            for span in chunk_text(doc.text, state.config.policy_for(doc.source))
-        ]
+        spans = chunk_text(doc.text, state.config.policy_for(doc.source))
+        if enrichers:
+            spans = [enrich_span(doc, span, enrichers) for span in spans]
+        chunks = [(span, terms(span.text) + title_terms) for span in spans]
         return _Prepared(doc, content_hash, chunks)
 
-    def _write_batch(self, state: _Collection, batch: list[Document], report: IndexReport) -> None:
+    def _write_batch(
+        self,
+        state: _Collection,
+        batch: list[Document],
+        report: IndexReport,
+        enrichers: Sequence[Enricher] = (),
+    ) -> None:
         latest: dict[str, Document] = {d.id: d for d in batch}  # last version of an id wins
-        hashes = {doc_id: _content_hash(d, state.config) for doc_id, d in latest.items()}
+        salt = enrichers_fingerprint(enrichers)
+        hashes = {doc_id: _content_hash(d, state.config, salt) for doc_id, d in latest.items()}
         stored = self.store.content_hashes(state.id, list(latest))
         prepared = []
         for doc_id, doc in latest.items():
             if stored.get(doc_id) == hashes[doc_id]:
                 report.unchanged += 1
             else:
-                prepared.append(self._prepare(state, doc, hashes[doc_id]))
+                prepared.append(self._prepare(state, doc, hashes[doc_id], enrichers))
         if not prepared:
             return
         term_lists = [terms for prep in prepared for _, terms in prep.chunks]
@@ -466,6 +492,7 @@ class Index:
         lenient: bool = False,
         jsonl: JsonlFields | None = None,
         on_file: Callable[[int, int], None] | None = None,
+        enrichers: Sequence[Enricher] = (),
     ) -> IndexReport:
         """Index a file, a list of files or directory trees (include/exclude globs).
 
@@ -489,7 +516,7 @@ class Index:
                 if on_file:
                     on_file(done, len(files))
 
-        added = self.add(documents(), collection=collection)
+        added = self.add(documents(), collection=collection, enrichers=enrichers)
         report.documents, report.unchanged, report.chunks = (
             added.documents,
             added.unchanged,
@@ -619,6 +646,9 @@ class Index:
         if not isinstance(query, str):
             raise InputError(f"query must be a string, got {type(query).__name__}")
         self._refresh_if_changed()
+        if collection == DEFAULT_COLLECTION and collection not in self._collections:
+            if collection not in self.store.collections():  # a new, empty index
+                return Ranking([], options.mode or "lexical")
         state = self._collection(collection)
         bm25 = options.bm25 or state.config.bm25
         term_ids = self.query_term_ids(query, collection)
@@ -634,6 +664,11 @@ class Index:
 
         has_dense = state.dense is not None and state.embedder is not None
         return rank(query, options, lexical, dense if has_dense else None)
+
+    def clear_query_cache(self) -> None:
+        """Forget remembered query vectors (benchmarks time the embedding this way)."""
+        with self._lock:
+            self._query_cache.clear()
 
     def _query_vector(self, embedder: Embedder, text: str) -> np.ndarray:
         """Embed a query, remembering recent ones (apps repeat queries)."""

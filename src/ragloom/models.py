@@ -15,6 +15,7 @@ class Document:
     title: str | None = None
     source: str | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
+    collection: str | None = None  # overrides the collection named in the indexing call
 
 
 @dataclass(frozen=True)
