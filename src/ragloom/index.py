@@ -7,6 +7,7 @@ import json
 import threading
 import warnings
 from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import lru_cache
 from itertools import chain
@@ -17,6 +18,7 @@ import numpy as np
 
 from ragloom.chunking import ChunkPolicy, chunk_text
 from ragloom.config import CollectionConfig
+from ragloom.context import GROUNDING_INSTRUCTION, PackedContext, pack_context
 from ragloom.dense import DenseIndex
 from ragloom.embedding import Embedder, embedder_from_config, resolve_embedder
 from ragloom.enrich import Enricher, enrich_span, enrichers_fingerprint
@@ -24,8 +26,16 @@ from ragloom.errors import EmbeddingMismatch, InputError, NotFound
 from ragloom.lexical import BM25Params, LexicalIndex
 from ragloom.lexical.index import Postings, count_postings
 from ragloom.loading import JsonlFields, discover_files, load_file
-from ragloom.models import ChunkSpan, Document, SearchResult
+from ragloom.models import (
+    ChunkSpan,
+    Document,
+    Hit,
+    MultiSearchResult,
+    SearchGroup,
+    SearchResult,
+)
 from ragloom.retrieval import pipeline
+from ragloom.retrieval.filters import filter_key
 from ragloom.retrieval.search import Ranking, SearchOptions, rank
 from ragloom.store import SQLiteStore, StoredDocument
 from ragloom.store.sqlite import NewChunk, NewDocument
@@ -67,6 +77,15 @@ class _Collection:
     lexical: LexicalIndex
     dense: DenseIndex | None = None
     embedder: Embedder | None = None
+    metadata: dict[int, dict[str, Any]] | None = None  # loaded on first filter/boost use
+    allowed: dict[str, np.ndarray] = field(default_factory=dict)  # filter -> eligible rows
+
+    def forget(self, rows: Sequence[int]) -> None:
+        """Drop removed rows from the metadata map and invalidate filter results."""
+        self.allowed.clear()
+        if self.metadata is not None:
+            for row in rows:
+                self.metadata.pop(row, None)
 
 
 @dataclass(frozen=True)
@@ -155,6 +174,7 @@ class Index:
         )
         self._embedders: dict[str, Embedder] = {}
         self._query_cache: dict[tuple[str, str], np.ndarray] = {}
+        self._pool: ThreadPoolExecutor | None = None
         self.store = SQLiteStore(path, create=create)
         self.path = self.store.path
         self._lock = threading.RLock()
@@ -166,6 +186,10 @@ class Index:
 
     # -- lifecycle --------------------------------------------------------------------
     def close(self) -> None:
+        """Close the file (and the worker threads of multi-collection searches)."""
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+            self._pool = None
         self.store.close()
 
     def __enter__(self) -> Index:
@@ -427,6 +451,12 @@ class Index:
                 return
             state.lexical.remove(removed_rows)
             state.lexical.add(added_rows, [c.postings for d in new_documents for c in d.chunks])
+            state.forget(removed_rows)
+            if state.metadata is not None:
+                merged = (
+                    {**d.document.metadata, **c.metadata} for d in new_documents for c in d.chunks
+                )
+                state.metadata.update(zip(added_rows, merged))
             if state.dense is not None:
                 state.dense.remove(removed_rows)
                 if vectors is not None:
@@ -535,10 +565,12 @@ class Index:
                 f"no document {doc_id!r} in collection {collection!r}",
                 "list documents with `ragloom stats --documents`",
             )
+        rows = [r for r, _ in removed]
         with self._lock:
-            state.lexical.remove([r for r, _ in removed])
+            state.lexical.remove(rows)
+            state.forget(rows)
             if state.dense is not None:
-                state.dense.remove([r for r, _ in removed])
+                state.dense.remove(rows)
         return len(removed)
 
     def reembed(
@@ -611,6 +643,10 @@ class Index:
         min_score: float | None = None,
         bm25: BM25Params | None = None,
         strict: bool = False,
+        filters: dict[str, Any] | None = None,
+        boosts: Sequence[dict[str, Any]] = (),
+        diversity: dict[str, Any] | None = None,
+        explain: bool = False,
     ) -> SearchResult:
         """Hits for `query`, best first (a list of Hit with `.degraded`, `.reason`, `.mode`).
 
@@ -619,6 +655,10 @@ class Index:
         or "weighted" over `normalization`-ed scores) with per-leg `weights`, and drops
         dense-only hits below `min_dense_similarity`. If the query cannot be embedded,
         hybrid answers from BM25 with `degraded=True`, or raises when `strict`.
+        `filters` (see `ragloom.retrieval.filters`) apply inside both legs; `boosts`
+        multiply matching hits' scores after fusion; `diversity` caps hits per metadata
+        value (`{"max_per": {"scholar_id": 2}}`) and/or applies MMR (`{"mmr": {"lambda":
+        0.7}}`); `explain` attaches each stage's contribution to every hit.
         An empty or punctuation-only query gives no hits.
         """
         options = SearchOptions(
@@ -633,10 +673,20 @@ class Index:
             min_score=min_score,
             bm25=bm25,
             strict=strict,
+            filters=filters,
+            boosts=tuple(boosts),
+            diversity=diversity,
+            explain=explain,
         )
+        return self.search_with(query, options, collection)
+
+    def search_with(
+        self, query: str, options: SearchOptions, collection: str = DEFAULT_COLLECTION
+    ) -> SearchResult:
+        """`search` with its options given as one `SearchOptions` object."""
         ranking = self.rank(query, options, collection)
         chunks = self.store.chunks_by_row([c.row_id for c in ranking.candidates])
-        hits = pipeline.hydrate(ranking.candidates, chunks)
+        hits = pipeline.hydrate(ranking.candidates, chunks, options if options.explain else None)
         return SearchResult(hits, ranking.mode, ranking.degraded, ranking.reason)
 
     def rank(
@@ -646,24 +696,142 @@ class Index:
         if not isinstance(query, str):
             raise InputError(f"query must be a string, got {type(query).__name__}")
         self._refresh_if_changed()
-        if collection == DEFAULT_COLLECTION and collection not in self._collections:
-            if collection not in self.store.collections():  # a new, empty index
-                return Ranking([], options.mode or "lexical")
+        if (
+            collection == DEFAULT_COLLECTION
+            and collection not in self._collections
+            and collection not in self.store.collections()
+        ):  # a new, empty index answers with no hits
+            return Ranking([], options.mode or "lexical")
         state = self._collection(collection)
         bm25 = options.bm25 or state.config.bm25
         term_ids = self.query_term_ids(query, collection)
+        allowed = self._allowed_rows(state, options)
 
         def lexical(_: str, depth: int) -> tuple[np.ndarray, np.ndarray]:
             with self._lock:
-                return state.lexical.search(term_ids, depth, bm25)
+                return state.lexical.search(term_ids, depth, bm25, allowed)
 
         def dense(text: str, depth: int) -> tuple[np.ndarray, np.ndarray]:
             vector = self._query_vector(state.embedder, text)  # type: ignore[arg-type]
             with self._lock:
-                return state.dense.search(vector, depth)  # type: ignore[union-attr]
+                return state.dense.search(vector, depth, allowed)  # type: ignore[union-attr]
+
+        def vectors_of(rows: list[int]) -> np.ndarray:
+            with self._lock:
+                return state.dense.vectors_for(rows)  # type: ignore[union-attr]
 
         has_dense = state.dense is not None and state.embedder is not None
-        return rank(query, options, lexical, dense if has_dense else None)
+        metadata = self._metadata(state) if options.boost_rules or options.caps else None
+        return rank(
+            query,
+            options,
+            lexical,
+            dense if has_dense else None,
+            metadata.__getitem__ if metadata is not None else None,
+            vectors_of if state.dense is not None else None,
+        )
+
+    def _metadata(self, state: _Collection) -> dict[int, dict[str, Any]]:
+        """Row -> merged metadata of a collection, loaded once and kept up to date."""
+        with self._lock:
+            if state.metadata is None:
+                state.metadata = self.store.chunk_metadata(state.id)
+            return state.metadata
+
+    def _allowed_rows(self, state: _Collection, options: SearchOptions) -> np.ndarray | None:
+        """Rows whose metadata passes the filter (cached until the collection changes)."""
+        if options.predicate is None:
+            return None
+        key = filter_key(options.filters)
+        with self._lock:
+            cached = state.allowed.get(key)
+            if cached is not None:
+                return cached
+            predicate = options.predicate
+            rows = [row for row, meta in self._metadata(state).items() if predicate(meta)]
+            allowed = np.array(sorted(rows), np.int64)
+            if len(state.allowed) > 64:
+                state.allowed.clear()
+            state.allowed[key] = allowed
+            return allowed
+
+    def search_many(
+        self, query: str, requests: Sequence[dict[str, Any]], **shared: Any
+    ) -> MultiSearchResult:
+        """Search several collections at once, in parallel, each with its own settings.
+
+        Each request is `{"collection": name, "top_k"?: n, "label"?: text, ...}` plus any
+        `search` keyword (filters, boosts, mode, ...); `shared` keywords apply to every
+        request that does not set them. Groups come back in request order; `merged`
+        interleaves them by reciprocal rank (scores of different collections do not compare).
+        """
+        if not isinstance(requests, Sequence) or not requests:
+            raise InputError("search_many needs a non-empty list of collection requests")
+        jobs = []
+        for request in requests:
+            if not isinstance(request, dict) or not isinstance(request.get("collection"), str):
+                raise InputError(f"each request needs a 'collection' name, got {request!r}")
+            params = {**shared, **{k: v for k, v in request.items() if k not in ("label",)}}
+            name = params.pop("collection")
+            jobs.append((name, request.get("label"), params))
+        pool = self._thread_pool()
+        futures = [pool.submit(self.search, query, collection=n, **p) for n, _, p in jobs]
+        groups = [
+            SearchGroup(name, label, future.result())
+            for (name, label, _), future in zip(jobs, futures)
+        ]
+        order = sorted(
+            ((hit.rank, g, hit) for g, group in enumerate(groups) for hit in group.hits),
+            key=lambda item: (item[0], item[1]),
+        )
+        return MultiSearchResult(groups, [hit for _, _, hit in order])
+
+    def context(
+        self,
+        query: str,
+        collection: str = DEFAULT_COLLECTION,
+        top_k: int = 5,
+        *,
+        collections: Sequence[dict[str, Any]] | None = None,
+        budget: int | None = None,
+        instruction: str | None = GROUNDING_INSTRUCTION,
+        **search_kwargs: Any,
+    ) -> PackedContext:
+        """Search, then pack the hits into a numbered, cited block within `budget` tokens.
+
+        With `collections` (requests as for `search_many`, each with an optional `label`),
+        every collection becomes a labelled section, in the order given.
+        """
+        if collections:
+            result = self.search_many(query, collections, **search_kwargs)
+            sections = [(g.label, list(g.hits)) for g in result.groups]
+        else:
+            hits = self.search(query, top_k, collection, **search_kwargs)
+            sections = [(None, list(hits))]
+        return self.pack(sections, budget, instruction)
+
+    def pack(
+        self,
+        sections: Sequence[tuple[str | None, Sequence[Hit]]],
+        budget: int | None = None,
+        instruction: str | None = GROUNDING_INSTRUCTION,
+    ) -> PackedContext:
+        """Pack existing hits (in labelled sections) into a context block."""
+        texts: dict[tuple[str, str], str] = {}
+
+        def document_text(collection: str, doc_id: str) -> str:
+            key = (collection, doc_id)
+            if key not in texts:
+                texts[key] = self.document_text(doc_id, collection)
+            return texts[key]
+
+        return pack_context(sections, document_text, budget, instruction)
+
+    def _thread_pool(self) -> ThreadPoolExecutor:
+        with self._lock:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="ragloom")
+            return self._pool
 
     def clear_query_cache(self) -> None:
         """Forget remembered query vectors (benchmarks time the embedding this way)."""

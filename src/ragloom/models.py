@@ -62,10 +62,13 @@ class Hit:
     dense_rank: int | None = None
     dense_score: float | None = None
     fused_score: float | None = None
+    explain: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-ready form (used by the CLI's --json and the server)."""
+        extra = {"explain": self.explain} if self.explain is not None else {}
         return {
+            **extra,
             "rank": self.rank,
             "score": self.score,
             "chunk_id": self.chunk_id,
@@ -107,4 +110,35 @@ class SearchResult(list):  # list[Hit]
             "degraded": self.degraded,
             "reason": self.reason,
             "results": [h.to_dict() for h in self],
+        }
+
+
+@dataclass
+class SearchGroup:
+    """The hits of one collection in a multi-collection search."""
+
+    collection: str
+    label: str | None
+    hits: SearchResult
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"collection": self.collection, "label": self.label, **self.hits.to_dict()}
+
+
+@dataclass
+class MultiSearchResult:
+    """Several collections searched in one call: grouped, and merged by reciprocal rank."""
+
+    groups: list[SearchGroup]
+    merged: list[Hit]
+
+    @property
+    def degraded(self) -> bool:
+        return any(g.hits.degraded for g in self.groups)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "degraded": self.degraded,
+            "groups": [g.to_dict() for g in self.groups],
+            "merged": [h.to_dict() for h in self.merged],
         }

@@ -228,12 +228,7 @@ class LexicalIndex:
             slots, weights = self.term_weights(term_id, params)
             scores[slots] += weights
         if allowed_rows is not None:
-            mask = np.zeros(len(self._rows), bool)
-            allowed = [
-                self._slot_of_row[r] for r in allowed_rows.tolist() if r in self._slot_of_row
-            ]
-            mask[allowed] = True
-            scores[~mask] = 0.0
+            scores[~np.isin(self._rows, allowed_rows)] = 0.0
         candidates = np.flatnonzero(scores > 0)
         if len(candidates) > top_n:
             cut = np.argpartition(-scores[candidates], top_n - 1)[:top_n]

@@ -41,8 +41,11 @@ def _check_weights(weights: Mapping[str, float]) -> None:
             raise InputError(f"weight of {leg!r} must be a non-negative number, got {weight!r}")
 
 
-def _ranked(merged: dict[int, Candidate], scores: dict[int, float]) -> list[Candidate]:
-    out = [replace(c, score=scores[row], fused_score=scores[row]) for row, c in merged.items()]
+def _ranked(merged: dict[int, Candidate], scores: dict[int, float], method: str) -> list[Candidate]:
+    out = [
+        replace(c, score=scores[row], fused_score=scores[row], fused_by=method)
+        for row, c in merged.items()
+    ]
     return sorted(out, key=lambda c: -c.score)
 
 
@@ -65,7 +68,7 @@ def reciprocal_rank_fusion(
         if c.dense_rank is not None:
             total += weights[DENSE] / (k + c.dense_rank)
         scores[row] = total
-    return _ranked(merged, scores)
+    return _ranked(merged, scores, "rrf")
 
 
 def normalize(scores: np.ndarray, method: str = "minmax") -> np.ndarray:
@@ -105,7 +108,7 @@ def weighted_fusion(
         by_row = dict(zip((c.row_id for c in cands), norm.tolist()))
         for row in merged:
             totals[row] += weights[leg] * by_row.get(row, floor)
-    return _ranked(merged, totals)
+    return _ranked(merged, totals, "weighted")
 
 
 def fuse(

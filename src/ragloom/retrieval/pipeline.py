@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -25,6 +26,9 @@ class Candidate:
     dense_rank: int | None = None
     dense_score: float | None = None
     fused_score: float | None = None
+    fused_by: str | None = None  # "rrf" or "weighted" when legs were fused
+    boosts: tuple[tuple[str, float], ...] = ()  # (label, factor) of each boost applied
+    diversity: tuple[str, ...] = ()  # what diversity stages decided about this candidate
 
 
 def leg_candidates(
@@ -73,8 +77,42 @@ def top_k(candidates: Sequence[Candidate], k: int) -> list[Candidate]:
     return ranked[:k]
 
 
-def hydrate(candidates: Sequence[Candidate], chunks: Mapping[int, StoredChunk]) -> list[Hit]:
-    """Attach stored chunk data; candidates whose chunk vanished meanwhile are dropped."""
+def explanation(cand: Candidate, options: Any) -> dict[str, Any]:
+    """Each stage's contribution to a hit's final score, for `explain`."""
+    legs = {}
+    if cand.lexical_rank is not None:
+        legs["lexical"] = {"rank": cand.lexical_rank, "score": cand.lexical_score}
+    if cand.dense_rank is not None:
+        legs["dense"] = {"rank": cand.dense_rank, "cosine": cand.dense_score}
+    fusion: dict[str, Any] = {"method": cand.fused_by or "none (one leg)"}
+    if cand.fused_by == "rrf":
+        fusion["k"] = options.rrf_k
+    elif cand.fused_by == "weighted":
+        fusion["normalization"] = options.normalization
+    if cand.fused_by:
+        fusion["weights"] = dict(options.weights) or "default"
+    fusion["score"] = cand.fused_score
+    boost = 1.0
+    for _, factor in cand.boosts:
+        boost *= factor
+    return {
+        "match": cand.match,
+        "legs": legs,
+        "fusion": fusion,
+        "boosts": [{"rule": label, "factor": factor} for label, factor in cand.boosts],
+        "boost_factor": boost,
+        "diversity": list(cand.diversity),
+        "final_score": cand.score,
+    }
+
+
+def hydrate(
+    candidates: Sequence[Candidate], chunks: Mapping[int, StoredChunk], explain: Any = None
+) -> list[Hit]:
+    """Attach stored chunk data; candidates whose chunk vanished meanwhile are dropped.
+
+    `explain`, when given, is the search's options: each hit then carries its explanation.
+    """
     hits: list[Hit] = []
     for cand in candidates:
         chunk = chunks.get(cand.row_id)
@@ -99,6 +137,7 @@ def hydrate(candidates: Sequence[Candidate], chunks: Mapping[int, StoredChunk]) 
                 dense_rank=cand.dense_rank,
                 dense_score=cand.dense_score,
                 fused_score=cand.fused_score,
+                explain=explanation(cand, explain) if explain is not None else None,
             )
         )
     return hits

@@ -6,14 +6,17 @@ storage and models: legs -> fuse -> thresholds -> top-k, and reports degradation
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
 from ragloom.errors import EmbeddingError, InputError
 from ragloom.lexical import BM25Params
-from ragloom.retrieval import fusion, pipeline
+from ragloom.retrieval import controls, fusion, pipeline
+from ragloom.retrieval.controls import BoostRule, MetadataOf
+from ragloom.retrieval.filters import Predicate, compile_filter
 from ragloom.retrieval.pipeline import DENSE, LEXICAL, Candidate
 
 MODES = ("lexical", "dense", "hybrid")
@@ -48,6 +51,14 @@ class SearchOptions:
     min_score: float | None = None
     bm25: BM25Params | None = None
     strict: bool = False
+    filters: Mapping[str, Any] | None = None
+    boosts: Sequence[Mapping[str, Any]] = ()
+    diversity: Mapping[str, Any] | None = None
+    explain: bool = False
+    predicate: Predicate | None = field(default=None, init=False, repr=False, compare=False)
+    boost_rules: tuple[BoostRule, ...] = field(default=(), init=False, repr=False, compare=False)
+    caps: Mapping[str, int] = field(default_factory=dict, init=False, repr=False, compare=False)
+    mmr_lambda: float | None = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         _positive_int("top_k", self.top_k, MAX_TOP_K)
@@ -63,6 +74,45 @@ class SearchOptions:
         if not -1.0 <= self.min_dense_similarity <= 1.0:
             raise InputError("min_dense_similarity must lie between -1 and 1")
         fusion._check_weights(self.weights)
+        if self.filters is not None:
+            object.__setattr__(self, "predicate", compile_filter(self.filters))
+        if not isinstance(self.boosts, Sequence) or isinstance(self.boosts, (str, bytes)):
+            raise InputError("boosts must be a list of rules")
+        object.__setattr__(self, "boost_rules", tuple(BoostRule.parse(b) for b in self.boosts))
+        caps, mmr = parse_diversity(self.diversity)
+        object.__setattr__(self, "caps", caps)
+        object.__setattr__(self, "mmr_lambda", mmr)
+
+    @property
+    def reorders(self) -> bool:
+        """True when stages after fusion may reorder or drop hits (so legs fetch deeper)."""
+        return bool(self.boost_rules or self.caps or self.mmr_lambda is not None)
+
+
+def parse_diversity(spec: Mapping[str, Any] | None) -> tuple[dict[str, int], float | None]:
+    """`{"max_per": {"scholar_id": 2}, "mmr": {"lambda": 0.7}}` -> (caps, mmr lambda)."""
+    if spec is None:
+        return {}, None
+    if not isinstance(spec, Mapping):
+        raise InputError("diversity must be an object like {'max_per': {'scholar_id': 2}}")
+    unknown = set(spec) - {"max_per", "mmr"}
+    if unknown:
+        raise InputError(
+            f"unknown diversity control(s): {', '.join(sorted(unknown))}", "use max_per and/or mmr"
+        )
+    caps = spec.get("max_per") or {}
+    if not isinstance(caps, Mapping):
+        raise InputError("diversity.max_per must map metadata keys to counts")
+    for key, limit in caps.items():
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+            raise InputError(f"max_per[{key!r}] must be a positive integer, got {limit!r}")
+    mmr = spec.get("mmr")
+    lam = None
+    if mmr is not None:
+        lam = mmr.get("lambda", 0.7) if isinstance(mmr, Mapping) else mmr
+        if isinstance(lam, bool) or not isinstance(lam, (int, float)) or not 0 <= lam <= 1:
+            raise InputError(f"mmr lambda must be a number between 0 and 1, got {lam!r}")
+    return dict(caps), (float(lam) if lam is not None else None)
 
 
 @dataclass
@@ -75,37 +125,71 @@ class Ranking:
     reason: str | None = None
 
 
-def rank(query: str, options: SearchOptions, lexical: Leg, dense: Leg | None) -> Ranking:
-    """Run the legs the mode asks for, fuse, apply thresholds, keep the top k."""
+def rank(
+    query: str,
+    options: SearchOptions,
+    lexical: Leg,
+    dense: Leg | None,
+    metadata_of: MetadataOf | None = None,
+    vectors_of: Callable[[list[int]], np.ndarray] | None = None,
+) -> Ranking:
+    """Run the legs the mode asks for, fuse, then boost, threshold, diversify, keep top k.
+
+    The legs apply any filter themselves. `metadata_of` serves boosts and caps;
+    `vectors_of` serves MMR.
+    """
     mode = options.mode or ("hybrid" if dense is not None else "lexical")
     if mode != "lexical" and dense is None:
         raise InputError(
             f"{mode} search needs vectors, and this collection has none",
             "index it with an embedding model, or use mode='lexical'",
         )
-    depth = options.top_k if mode != "hybrid" else max(options.candidates, options.top_k)
-    if mode == "lexical":
-        rows, scores = lexical(query, depth)
-        ranked = pipeline.leg_candidates(LEXICAL, rows, scores, alone=True)
-        return Ranking(_finish(ranked, options), mode)
+    deep = mode == "hybrid" or options.reorders
+    depth = max(options.candidates, options.top_k) if deep else options.top_k
+    degraded, reason = False, None
     if mode == "dense":
         rows, scores = dense(query, depth)  # type: ignore[misc]
         ranked = pipeline.leg_candidates(DENSE, rows, scores, alone=True)
-        return Ranking(_finish(ranked, options), mode)
-    lexical_rows, lexical_scores = lexical(query, depth)
-    legs = {LEXICAL: pipeline.leg_candidates(LEXICAL, lexical_rows, lexical_scores)}
-    try:
-        dense_rows, dense_scores = dense(query, depth)  # type: ignore[misc]
-    except EmbeddingError as exc:
-        if options.strict:
-            raise
+    else:
+        lexical_rows, lexical_scores = lexical(query, depth)
         ranked = pipeline.leg_candidates(LEXICAL, lexical_rows, lexical_scores, alone=True)
-        return Ranking(_finish(ranked, options), mode, True, f"{exc.code}: {exc.message}")
-    legs[DENSE] = pipeline.leg_candidates(DENSE, dense_rows, dense_scores)
-    fused = fusion.fuse(legs, options.fusion, options.rrf_k, options.weights, options.normalization)
-    fused = pipeline.drop_weak_dense_only(fused, options.min_dense_similarity)
-    return Ranking(_finish(fused, options), mode)
+    if mode == "hybrid":
+        try:
+            dense_rows, dense_scores = dense(query, depth)  # type: ignore[misc]
+        except EmbeddingError as exc:
+            if options.strict:
+                raise
+            degraded, reason = True, f"{exc.code}: {exc.message}"
+        else:
+            legs = {
+                LEXICAL: pipeline.leg_candidates(LEXICAL, lexical_rows, lexical_scores),
+                DENSE: pipeline.leg_candidates(DENSE, dense_rows, dense_scores),
+            }
+            ranked = fusion.fuse(
+                legs, options.fusion, options.rrf_k, options.weights, options.normalization
+            )
+            ranked = pipeline.drop_weak_dense_only(ranked, options.min_dense_similarity)
+    return Ranking(_refine(ranked, options, metadata_of, vectors_of), mode, degraded, reason)
 
 
-def _finish(candidates: list[Candidate], options: SearchOptions) -> list[Candidate]:
-    return pipeline.top_k(pipeline.apply_min_score(candidates, options.min_score), options.top_k)
+def _refine(
+    candidates: list[Candidate],
+    options: SearchOptions,
+    metadata_of: MetadataOf | None,
+    vectors_of: Callable[[list[int]], np.ndarray] | None,
+) -> list[Candidate]:
+    """Boost -> minimum score -> per-key caps -> MMR -> top k."""
+    if options.boost_rules or options.caps:
+        if metadata_of is None:
+            raise InputError("boosts and caps need chunk metadata")
+        candidates = controls.apply_boosts(candidates, options.boost_rules, metadata_of)
+    candidates = pipeline.apply_min_score(candidates, options.min_score)
+    if options.caps:
+        candidates = controls.cap_per_key(candidates, options.caps, metadata_of)  # type: ignore[arg-type]
+    if options.mmr_lambda is not None:
+        if vectors_of is None:
+            raise InputError("MMR diversity needs vectors", "index the collection with a model")
+        pool = candidates[: max(options.candidates, options.top_k)]
+        vectors = vectors_of([c.row_id for c in pool])
+        return controls.maximal_marginal_relevance(pool, vectors, options.top_k, options.mmr_lambda)
+    return pipeline.top_k(candidates, options.top_k)

