@@ -18,7 +18,7 @@ import numpy as np
 
 from ragloom.chunking import ChunkPolicy, chunk_text
 from ragloom.config import CollectionConfig
-from ragloom.context import GROUNDING_INSTRUCTION, PackedContext, pack_context
+from ragloom.context import GROUNDING_INSTRUCTION, PackedContext, count_tokens, pack_context
 from ragloom.dense import DenseIndex
 from ragloom.embedding import Embedder, embedder_from_config, resolve_embedder
 from ragloom.enrich import Enricher, enrich_span, enrichers_fingerprint
@@ -646,6 +646,7 @@ class Index:
         filters: dict[str, Any] | None = None,
         boosts: Sequence[dict[str, Any]] = (),
         diversity: dict[str, Any] | None = None,
+        prefer: Sequence[dict[str, Any]] = (),
         explain: bool = False,
     ) -> SearchResult:
         """Hits for `query`, best first (a list of Hit with `.degraded`, `.reason`, `.mode`).
@@ -658,7 +659,9 @@ class Index:
         `filters` (see `ragloom.retrieval.filters`) apply inside both legs; `boosts`
         multiply matching hits' scores after fusion; `diversity` caps hits per metadata
         value (`{"max_per": {"scholar_id": 2}}`) and/or applies MMR (`{"mmr": {"lambda":
-        0.7}}`); `explain` attaches each stage's contribution to every hit.
+        0.7}}`); `prefer` filters score metadata fit for weighted fusion's "metadata" weight;
+        `explain` attaches each stage's contribution to every hit. Hits report their size in
+        cl100k tokens.
         An empty or punctuation-only query gives no hits.
         """
         options = SearchOptions(
@@ -676,6 +679,7 @@ class Index:
             filters=filters,
             boosts=tuple(boosts),
             diversity=diversity,
+            prefer=tuple(prefer),
             explain=explain,
         )
         return self.search_with(query, options, collection)
@@ -687,6 +691,8 @@ class Index:
         ranking = self.rank(query, options, collection)
         chunks = self.store.chunks_by_row([c.row_id for c in ranking.candidates])
         hits = pipeline.hydrate(ranking.candidates, chunks, options if options.explain else None)
+        for hit in hits:
+            hit.tokens = count_tokens(hit.text)
         return SearchResult(hits, ranking.mode, ranking.degraded, ranking.reason)
 
     def rank(
@@ -721,7 +727,8 @@ class Index:
                 return state.dense.vectors_for(rows)  # type: ignore[union-attr]
 
         has_dense = state.dense is not None and state.embedder is not None
-        metadata = self._metadata(state) if options.boost_rules or options.caps else None
+        needs_metadata = options.boost_rules or options.caps or options.preferences
+        metadata = self._metadata(state) if needs_metadata else None
         return rank(
             query,
             options,

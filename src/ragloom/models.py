@@ -62,6 +62,7 @@ class Hit:
     dense_rank: int | None = None
     dense_score: float | None = None
     fused_score: float | None = None
+    tokens: int | None = None  # size of `text` in cl100k tokens, for prompt budgeting
     explain: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
@@ -86,6 +87,7 @@ class Hit:
             "dense_rank": self.dense_rank,
             "dense_score": self.dense_score,
             "fused_score": self.fused_score,
+            "tokens": self.tokens,
         }
 
 

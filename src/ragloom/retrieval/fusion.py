@@ -6,7 +6,7 @@ sorted best first; ties keep the order in which candidates were first seen (lexi
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 
 import numpy as np
@@ -33,10 +33,15 @@ def _merge(legs: Mapping[str, Sequence[Candidate]]) -> dict[int, Candidate]:
     return merged
 
 
+METADATA = "metadata"
+
+
 def _check_weights(weights: Mapping[str, float]) -> None:
     for leg, weight in weights.items():
-        if leg not in (LEXICAL, DENSE):
-            raise InputError(f"unknown leg {leg!r} in weights", "use 'lexical' and 'dense'")
+        if leg not in (LEXICAL, DENSE, METADATA):
+            raise InputError(
+                f"unknown leg {leg!r} in weights", "use 'lexical', 'dense' and 'metadata'"
+            )
         if not isinstance(weight, (int, float)) or isinstance(weight, bool) or weight < 0:
             raise InputError(f"weight of {leg!r} must be a non-negative number, got {weight!r}")
 
@@ -55,7 +60,7 @@ def reciprocal_rank_fusion(
     weights: Mapping[str, float] | None = None,
 ) -> list[Candidate]:
     """score = sum over legs of weight / (k + rank)."""
-    weights = {LEXICAL: 1.0, DENSE: 1.0, **(weights or {})}
+    weights = {LEXICAL: 1.0, DENSE: 1.0, METADATA: 0.0, **(weights or {})}
     _check_weights(weights)
     if k < 0:
         raise InputError(f"rrf k must be >= 0, got {k}")
@@ -89,15 +94,23 @@ def weighted_fusion(
     legs: Mapping[str, Sequence[Candidate]],
     weights: Mapping[str, float] | None = None,
     normalization: str = "minmax",
+    metadata_scores: Callable[[int], float] | None = None,
 ) -> list[Candidate]:
-    """score = sum over legs of weight * normalised leg score.
+    """score = sum over legs of weight * normalised leg score (+ weight * metadata score).
 
     A row missing from a leg gets that leg's lowest normalised score (0 for min-max).
+    `metadata_scores(row)` in [0, 1] (how well a chunk's metadata fits the caller's
+    preferences) is a third signal with weight `weights["metadata"]`.
     """
-    weights = {LEXICAL: 0.5, DENSE: 0.5, **(weights or {})}
+    weights = {LEXICAL: 0.5, DENSE: 0.5, METADATA: 0.0, **(weights or {})}
     _check_weights(weights)
     merged = _merge(legs)
     totals = dict.fromkeys(merged, 0.0)
+    if metadata_scores is not None:
+        for row in merged:
+            score = metadata_scores(row)
+            merged[row] = replace(merged[row], metadata_score=score)
+            totals[row] += weights[METADATA] * score
     for leg in (LEXICAL, DENSE):
         cands = legs.get(leg, ())
         if not cands:
@@ -117,10 +130,13 @@ def fuse(
     rrf_k: float = 60.0,
     weights: Mapping[str, float] | None = None,
     normalization: str = "minmax",
+    metadata_scores: Callable[[int], float] | None = None,
 ) -> list[Candidate]:
     """Dispatch to a fusion method by name."""
     if method == "rrf":
+        if weights and weights.get(METADATA):
+            raise InputError("a metadata weight needs fusion='weighted'")
         return reciprocal_rank_fusion(legs, rrf_k, weights)
     if method == "weighted":
-        return weighted_fusion(legs, weights, normalization)
+        return weighted_fusion(legs, weights, normalization, metadata_scores)
     raise InputError(f"unknown fusion {method!r}", f"use one of {', '.join(FUSIONS)}")

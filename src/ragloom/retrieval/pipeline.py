@@ -27,6 +27,7 @@ class Candidate:
     dense_score: float | None = None
     fused_score: float | None = None
     fused_by: str | None = None  # "rrf" or "weighted" when legs were fused
+    metadata_score: float | None = None  # share of `prefer` rules matched (weighted fusion)
     boosts: tuple[tuple[str, float], ...] = ()  # (label, factor) of each boost applied
     diversity: tuple[str, ...] = ()  # what diversity stages decided about this candidate
 
@@ -91,6 +92,8 @@ def explanation(cand: Candidate, options: Any) -> dict[str, Any]:
         fusion["normalization"] = options.normalization
     if cand.fused_by:
         fusion["weights"] = dict(options.weights) or "default"
+    if cand.metadata_score is not None:
+        fusion["metadata_score"] = cand.metadata_score
     fusion["score"] = cand.fused_score
     boost = 1.0
     for _, factor in cand.boosts:

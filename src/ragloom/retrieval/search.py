@@ -54,11 +54,13 @@ class SearchOptions:
     filters: Mapping[str, Any] | None = None
     boosts: Sequence[Mapping[str, Any]] = ()
     diversity: Mapping[str, Any] | None = None
+    prefer: Sequence[Mapping[str, Any]] = ()
     explain: bool = False
     predicate: Predicate | None = field(default=None, init=False, repr=False, compare=False)
     boost_rules: tuple[BoostRule, ...] = field(default=(), init=False, repr=False, compare=False)
     caps: Mapping[str, int] = field(default_factory=dict, init=False, repr=False, compare=False)
     mmr_lambda: float | None = field(default=None, init=False, repr=False, compare=False)
+    preferences: tuple[Predicate, ...] = field(default=(), init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         _positive_int("top_k", self.top_k, MAX_TOP_K)
@@ -79,6 +81,11 @@ class SearchOptions:
         if not isinstance(self.boosts, Sequence) or isinstance(self.boosts, (str, bytes)):
             raise InputError("boosts must be a list of rules")
         object.__setattr__(self, "boost_rules", tuple(BoostRule.parse(b) for b in self.boosts))
+        if not isinstance(self.prefer, Sequence) or isinstance(self.prefer, (str, bytes)):
+            raise InputError("prefer must be a list of filters")
+        object.__setattr__(self, "preferences", tuple(compile_filter(f) for f in self.prefer))
+        if self.weights.get("metadata") and not self.preferences:
+            raise InputError("a metadata weight needs `prefer` rules to score metadata")
         caps, mmr = parse_diversity(self.diversity)
         object.__setattr__(self, "caps", caps)
         object.__setattr__(self, "mmr_lambda", mmr)
@@ -166,10 +173,25 @@ def rank(
                 DENSE: pipeline.leg_candidates(DENSE, dense_rows, dense_scores),
             }
             ranked = fusion.fuse(
-                legs, options.fusion, options.rrf_k, options.weights, options.normalization
+                legs,
+                options.fusion,
+                options.rrf_k,
+                options.weights,
+                options.normalization,
+                _preference_scorer(options, metadata_of),
             )
             ranked = pipeline.drop_weak_dense_only(ranked, options.min_dense_similarity)
     return Ranking(_refine(ranked, options, metadata_of, vectors_of), mode, degraded, reason)
+
+
+def _preference_scorer(
+    options: SearchOptions, metadata_of: MetadataOf | None
+) -> Callable[[int], float] | None:
+    """row -> share of the `prefer` filters its metadata matches (None without rules)."""
+    if not options.preferences or metadata_of is None:
+        return None
+    rules = options.preferences
+    return lambda row: sum(rule(metadata_of(row)) for rule in rules) / len(rules)
 
 
 def _refine(
