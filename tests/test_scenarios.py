@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from ragloom import Document, Index
+from ragloom import Index
 from ragloom.context import count_tokens
 from ragloom.embedding.http import OpenAIEmbedder
 from ragloom.embedding.local import LocalEmbedder
-from ragloom.errors import EmbedFailed, EmbeddingOffline
+from ragloom.errors import EmbeddingOffline, EmbedFailed
 
 from .embed_server import EmbedServer
 from .scenario_data import (
