@@ -7,11 +7,14 @@ from functools import lru_cache
 from typing import Any
 
 from ragloom.chunking import ChunkPolicy
+from ragloom.chunking.code import language_for
 from ragloom.errors import InputError
 from ragloom.lexical import BM25Params
 from ragloom.text import TokenizerConfig
 
-CHUNK_MODES = ("auto", "prose", "markdown")
+CHUNK_MODES = ("auto", "prose", "markdown", "code")
+# Code chunks hold whole declarations: a function rarely fits prose's 400 characters.
+DEFAULT_CODE_POLICY = ChunkPolicy(mode="code", max_chars=1500, overlap=200, min_chars=0)
 
 
 @lru_cache(maxsize=64)
@@ -19,17 +22,34 @@ def _with_mode(policy: ChunkPolicy, mode: str) -> ChunkPolicy:
     return replace(policy, mode=mode)
 
 
+@lru_cache(maxsize=64)
+def _with_language(policy: ChunkPolicy, language: str | None) -> ChunkPolicy:
+    return replace(policy, language=language or policy.language)
+
+
+def _code_policy(value: Any) -> ChunkPolicy:
+    """A code chunk policy from a ChunkPolicy or a (partial) dict over the code defaults."""
+    if isinstance(value, ChunkPolicy):
+        value = value.to_dict()
+    if not isinstance(value, dict):
+        raise InputError(f"code_chunking: expected a mapping, got {type(value).__name__}")
+    return ChunkPolicy.from_dict({**DEFAULT_CODE_POLICY.to_dict(), **value})
+
+
 @dataclass(frozen=True)
 class CollectionConfig:
     """Chunking, tokenization and BM25 settings of one collection.
 
-    `chunk_mode="auto"` chunks Markdown files by headings and everything else as prose.
+    `chunk_mode="auto"` chunks source code by declarations (with `code_chunking`, larger
+    than prose by default: 1,500 characters), Markdown files by headings and everything
+    else as prose; the language of code comes from the source's suffix.
     `title_weight` counts a document's title terms that many times in each of its chunks.
     `embedding` names the model whose vectors the collection holds (None: lexical only).
     """
 
     chunking: ChunkPolicy = field(default_factory=ChunkPolicy)
     chunk_mode: str = "auto"
+    code_chunking: ChunkPolicy = DEFAULT_CODE_POLICY
     tokenizer: TokenizerConfig = field(default_factory=TokenizerConfig)
     bm25: BM25Params = field(default_factory=BM25Params)
     title_weight: int = 1
@@ -42,19 +62,28 @@ class CollectionConfig:
             )
         if not isinstance(self.title_weight, int) or self.title_weight < 0:
             raise InputError("title_weight must be a non-negative integer")
+        if self.code_chunking.mode != "code":
+            raise InputError(
+                f"code_chunking: mode must be 'code', got {self.code_chunking.mode!r}",
+                "leave mode out of code_chunking",
+            )
 
     def policy_for(self, source: str | None) -> ChunkPolicy:
-        """The chunk policy for a document from `source` (Markdown by suffix in auto mode)."""
+        """The chunk policy for a document from `source` (code or Markdown by suffix in auto)."""
         mode = self.chunk_mode
+        language = language_for(source) if mode in ("auto", "code") else None
         if mode == "auto":
             is_md = bool(source) and source.lower().endswith((".md", ".markdown"))  # type: ignore[union-attr]
-            mode = "markdown" if is_md else "prose"
+            mode = "code" if language else ("markdown" if is_md else "prose")
+        if mode == "code":
+            return _with_language(self.code_chunking, language)
         return _with_mode(self.chunking, mode)
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "chunking": self.chunking.to_dict(),
             "chunk_mode": self.chunk_mode,
+            "code_chunking": self.code_chunking.to_dict(),
             "tokenizer": self.tokenizer.to_dict(),
             "bm25": {"k1": self.bm25.k1, "b": self.bm25.b},
             "title_weight": self.title_weight,
@@ -66,6 +95,7 @@ class CollectionConfig:
         return cls(
             chunking=ChunkPolicy.from_dict(data.get("chunking", {})),
             chunk_mode=data.get("chunk_mode", "auto"),
+            code_chunking=_code_policy(data.get("code_chunking", {})),
             tokenizer=TokenizerConfig.from_dict(data.get("tokenizer", {})),
             bm25=BM25Params(**data.get("bm25", {})),
             title_weight=int(data.get("title_weight", 1)),

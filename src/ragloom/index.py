@@ -392,7 +392,7 @@ class Index:
         """Chunk, enrich and tokenize one document (outside any transaction)."""
         terms = state.tokenizer.terms
         title_terms = terms(doc.title) * state.config.title_weight if doc.title else []
-        spans = chunk_text(doc.text, state.config.policy_for(doc.source))
+        spans = chunk_text(doc.text, state.config.policy_for(doc.source), source=doc.source)
         if enrichers:
             spans = [enrich_span(doc, span, enrichers) for span in spans]
         chunks = [(span, terms(span.text) + title_terms) for span in spans]

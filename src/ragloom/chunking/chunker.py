@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ragloom.chunking.code import chunk_code, language_for
 from ragloom.chunking.policy import ChunkPolicy
 from ragloom.chunking.prose import absorb_short, pack_paragraphs, paragraph_spans
 from ragloom.chunking.sections import fold_short_parents, split_sections
@@ -19,8 +20,17 @@ def _metadata(mode: str) -> dict[str, Any]:
     return {"headings": []} if mode == "markdown" else {}
 
 
-def chunk_text(text: str, policy: ChunkPolicy = DEFAULT_POLICY) -> list[ChunkSpan]:
-    """Cut a document into trimmed, bounded, ordered spans for indexing."""
+def chunk_text(
+    text: str, policy: ChunkPolicy = DEFAULT_POLICY, source: str | None = None
+) -> list[ChunkSpan]:
+    """Cut a document into trimmed, bounded, ordered spans for indexing.
+
+    `source` (a path or file name) names the file in warnings and, in code mode, gives
+    the language when the policy does not.
+    """
+    if policy.mode == "code":
+        language = policy.language or language_for(source)
+        return chunk_code(text, language, policy.max_chars, policy.overlap, source)
     whole = trim(text, 0, len(text))
     if whole is None:
         return []

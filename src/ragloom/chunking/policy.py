@@ -7,7 +7,7 @@ from typing import Any
 
 from ragloom.errors import InputError
 
-MODES = ("prose", "markdown")
+MODES = ("prose", "markdown", "code")
 
 
 def _check_int(name: str, value: Any) -> None:
@@ -27,12 +27,17 @@ class ChunkPolicy:
     how much consecutive pieces of a split paragraph may share; chunks shorter than
     min_chars are dropped as fragments, unless that would leave the document with no
     chunk at all (so a min_chars above max_chars never loses a document).
+
+    Mode "code" cuts source along declarations (see `ragloom.chunking.code`); `language`
+    names the parser (None: taken from the source's suffix, else line windows). There,
+    overlap applies to line windows only and min_chars is not used.
     """
 
     mode: str = "prose"
     max_chars: int = 400
     overlap: int = 80
     min_chars: int = 20
+    language: str | None = None
 
     def __post_init__(self) -> None:
         """Validate eagerly so a bad policy fails before any document is read."""
@@ -64,10 +69,23 @@ class ChunkPolicy:
                 f"chunk policy: min_chars must be >= 0, got {self.min_chars}",
                 "use 0 to keep every fragment",
             )
+        if self.language is not None and (
+            not isinstance(self.language, str) or not self.language or self.mode != "code"
+        ):
+            raise InputError(
+                f"chunk policy: language {self.language!r} needs mode 'code' and a name",
+                "set mode='code' with a language such as 'python', or leave language unset",
+            )
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain JSON-ready form, stable enough to fingerprint the chunking config."""
-        return asdict(self)
+        """Plain JSON-ready form, stable enough to fingerprint the chunking config.
+
+        `language` appears only when set, so prose and Markdown fingerprints are unchanged.
+        """
+        d = asdict(self)
+        if d["language"] is None:
+            del d["language"]
+        return d
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> ChunkPolicy:

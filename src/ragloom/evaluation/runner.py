@@ -20,9 +20,14 @@ EVAL_COLLECTION = "eval"
 
 
 def whole_document_config(**changes: Any) -> CollectionConfig:
-    """BEIR's convention: each document is one retrieval unit, title and text together."""
+    """BEIR's convention: each document is one retrieval unit, title and text together.
+
+    Code documents stay whole too. `changes` override config keys, for example
+    `tokenizer={"split_identifiers": True}` for identifier-aware lexical search on code.
+    """
     base = CollectionConfig().to_dict()
     base["chunking"] = {**base["chunking"], "max_chars": 0, "overlap": 0}
+    base["code_chunking"] = {**base["code_chunking"], "max_chars": 0, "overlap": 0}
     base.update(changes)
     return CollectionConfig.from_dict(base)
 

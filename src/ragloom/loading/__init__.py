@@ -8,7 +8,7 @@ from ragloom.loading.files import (
     document_id_for,
     load_file,
 )
-from ragloom.loading.jsonl import JsonlFields, read_jsonl
+from ragloom.loading.jsonl import JsonlFields, decoded_lines, read_jsonl, read_jsonl_file
 
 __all__ = [
     "SUPPORTED_SUFFIXES",
@@ -18,5 +18,7 @@ __all__ = [
     "discover_files",
     "document_id_for",
     "load_file",
+    "decoded_lines",
     "read_jsonl",
+    "read_jsonl_file",
 ]

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from ragloom.errors import DecodeError
 
-_SNIFF = 8192
+SNIFF_BYTES = 8192
 
 
 def looks_binary(data: bytes) -> bool:
     """A NUL byte early in the file means binary (images, archives, executables)."""
-    return b"\x00" in data[:_SNIFF]
+    return b"\x00" in data[:SNIFF_BYTES]
 
 
 def decode_utf8(data: bytes, path: str, lenient: bool = False) -> str:

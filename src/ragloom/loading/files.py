@@ -4,16 +4,17 @@ from __future__ import annotations
 
 import fnmatch
 import os
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ragloom.chunking.code import CODE_SUFFIXES, language_for
 from ragloom.errors import InputError, PathNotFound
-from ragloom.loading.decode import decode_utf8, looks_binary
-from ragloom.loading.jsonl import JsonlFields, read_jsonl
+from ragloom.loading.decode import SNIFF_BYTES, decode_utf8, looks_binary
+from ragloom.loading.jsonl import JsonlFields, read_jsonl_file
 from ragloom.models import Document
 
-SUPPORTED_SUFFIXES = (".txt", ".md", ".markdown", ".jsonl")
+SUPPORTED_SUFFIXES = (".txt", ".md", ".markdown", ".jsonl", *CODE_SUFFIXES)
 MARKDOWN_SUFFIXES = (".md", ".markdown")
 
 
@@ -27,10 +28,14 @@ class FoundFile:
 
 @dataclass
 class LoadedFile:
-    """What reading one file gave: its documents, or why it was skipped."""
+    """What reading one file gave: its documents, or why it was skipped.
+
+    For a JSONL file `documents` is a one-pass iterator that reads the file as it goes
+    (errors in a line surface while iterating); for other files it is a list.
+    """
 
     path: Path
-    documents: list[Document] = field(default_factory=list)
+    documents: Iterable[Document] = field(default_factory=list)
     skipped: str | None = None
 
 
@@ -94,9 +99,17 @@ def _markdown_title(text: str) -> str | None:
 def load_file(
     file: FoundFile, lenient: bool = False, fields: JsonlFields | None = None
 ) -> LoadedFile:
-    """Read one file: skips binaries, raises on invalid UTF-8 unless lenient."""
+    """Read one file: skips binaries, raises on invalid UTF-8 unless lenient.
+
+    JSONL files are streamed record by record; code files get their language as `type`.
+    """
+    suffix = file.path.suffix.lower()
     try:
-        data = file.path.read_bytes()
+        if suffix == ".jsonl":
+            with file.path.open("rb") as handle:
+                data = handle.read(SNIFF_BYTES)
+        else:
+            data = file.path.read_bytes()
     except OSError as exc:
         raise InputError(
             f"cannot read {file.path}: {exc.strerror or exc}", "check the file's permissions"
@@ -106,23 +119,17 @@ def load_file(
         loaded.skipped = "binary file"
         return loaded
     doc_id = document_id_for(file)
-    text = decode_utf8(data, str(file.path), lenient=lenient)
-    suffix = file.path.suffix.lower()
     if suffix == ".jsonl":
-        loaded.documents = list(
-            read_jsonl(
-                text.splitlines(),
-                str(file.path),
-                fields or JsonlFields(),
-                lenient,
-                default_id_prefix=doc_id,
-            )
+        loaded.documents = read_jsonl_file(
+            file.path, fields or JsonlFields(), lenient, default_id_prefix=doc_id
         )
         return loaded
+    text = decode_utf8(data, str(file.path), lenient=lenient)
     if not text.strip():
         return loaded
     title = _markdown_title(text) if suffix in MARKDOWN_SUFFIXES else None
-    metadata = {"path": doc_id, "type": suffix.lstrip(".") or "text"}
+    kind = language_for(file.path.name) or suffix.lstrip(".") or "text"
+    metadata = {"path": doc_id, "type": kind}
     loaded.documents = [
         Document(id=doc_id, text=text, title=title, source=str(file.path), metadata=metadata)
     ]

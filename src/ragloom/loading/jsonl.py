@@ -6,20 +6,62 @@ import json
 import warnings
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-from ragloom.errors import RecordError
+from ragloom.errors import DecodeError, RecordError
 from ragloom.models import Document
+
+MAX_COLLECTION_NAME = 200
 
 
 @dataclass(frozen=True)
 class JsonlFields:
-    """Which record fields hold the id, title and text; `metadata=None` keeps all others."""
+    """Which record fields hold the id, title and text; `metadata=None` keeps all others.
+
+    `collection` names a field that routes each record to a collection of its own (a
+    record without it goes to the collection of the indexing call); it is not metadata.
+    """
 
     id: str = "id"
     title: str = "title"
     text: str = "text"
     metadata: tuple[str, ...] | None = None
+    collection: str | None = None
+
+
+def decoded_lines(path: Path, lenient: bool = False) -> Iterator[str]:
+    """Stream a file's lines (newline kept), decoding each from UTF-8 on its own.
+
+    Invalid UTF-8 raises DecodeError naming the file, the line and the byte offset in the
+    file, unless `lenient` (bad bytes become U+FFFD). A leading BOM is dropped.
+    """
+    offset = 0
+    with path.open("rb") as handle:
+        for number, raw in enumerate(handle, start=1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                if not lenient:
+                    reason = f"line {number}: {exc.reason}"
+                    raise DecodeError(str(path), offset + exc.start, reason) from None
+                line = raw.decode("utf-8", errors="replace")
+            if number == 1:
+                line = line.removeprefix("\ufeff")
+            offset += len(raw)
+            yield line
+
+
+def read_jsonl_file(
+    path: Path,
+    fields: JsonlFields | None = None,
+    lenient: bool = False,
+    default_id_prefix: str | None = None,
+) -> Iterator[Document]:
+    """Documents of a JSONL file, read line by line so a large file never sits in memory."""
+    yield from read_jsonl(
+        decoded_lines(path, lenient), str(path), fields, lenient, default_id_prefix
+    )
 
 
 def _scalar_id(value: Any) -> str | None:
@@ -77,9 +119,32 @@ def _record_to_document(
     title = record.get(fields.title)
     if title is not None and not isinstance(title, str):
         raise RecordError(path, number, f"field {fields.title!r} must be a string")
-    used = {fields.id, fields.title, fields.text}
+    collection = _collection(record, fields.collection, number, path)
+    used = {fields.id, fields.title, fields.text, fields.collection}
     if fields.metadata is None:
         metadata = {k: v for k, v in record.items() if k not in used}
     else:
         metadata = {k: record[k] for k in fields.metadata if k in record}
-    return Document(id=doc_id, text=text, title=title or None, source=path, metadata=metadata)
+    return Document(
+        id=doc_id,
+        text=text,
+        title=title or None,
+        source=path,
+        metadata=metadata,
+        collection=collection,
+    )
+
+
+def _collection(record: dict[str, Any], name: str | None, number: int, path: str) -> str | None:
+    """The record's own collection (None: the indexing call's), from field `name`."""
+    if name is None or record.get(name) is None:
+        return None
+    value = record[name]
+    if not isinstance(value, str) or not value.strip() or len(value) > MAX_COLLECTION_NAME:
+        raise RecordError(
+            path,
+            number,
+            f"field {name!r} must be a collection name (a non-empty string of at most "
+            f"{MAX_COLLECTION_NAME} characters)",
+        )
+    return value

@@ -1,0 +1,135 @@
+"""Declarations and the code between them -> bounded, exact-offset pieces with symbols."""
+
+from __future__ import annotations
+
+import re
+from typing import NamedTuple
+
+from ragloom.chunking.code.lines import split_text
+from ragloom.chunking.code.tree import Node
+from ragloom.chunking.spans import Span, trim
+
+_WORD = re.compile(r"\w")
+_MAX_DEPTH = 64  # deeper syntax (long operator chains) is cut by lines and tokens instead
+
+
+class Piece(NamedTuple):
+    """A chunk before metadata: its span, kind and qualified symbol (None: module code)."""
+
+    start: int
+    end: int
+    kind: str
+    symbol: str | None
+
+
+def boundary(text: str, before_end: int, after_start: int) -> int:
+    """Where to cut between two siblings: at the start of the line after the first one
+    ends, so comments between them go with the second; mid-line when they share a line."""
+    newline = text.find("\n", before_end, after_start)
+    return after_start if newline < 0 else newline + 1
+
+
+def split_region(
+    text: str, start: int, end: int, children: list[Node], max_chars: int
+) -> list[Span]:
+    """Trimmed pieces of at most max_chars covering [start, end), cut between children
+    (recursively inside a child too big on its own), then between lines and tokens."""
+    return _pack(text, _atoms(text, start, end, children, max_chars, 0), max_chars)
+
+
+def _atoms(
+    text: str, start: int, end: int, children: list[Node], max_chars: int, depth: int
+) -> list[Span]:
+    """Spans tiling [start, end), each at most max_chars once trimmed, for `_pack` to join."""
+    whole = trim(text, start, end)
+    if whole is None or whole[1] - whole[0] <= max_chars:
+        return [(start, end)]
+    inside = [c for c in children if c.start >= start and c.end <= end]
+    if not inside or depth >= _MAX_DEPTH:
+        return split_text(text, start, end, max_chars)
+    # The header before the first child and the trailer after the last one stand alone,
+    # so a signature is never glued to half of the first statement.
+    cuts = [_line_start(text, start, inside[0].start)]
+    for before, after in zip(inside, inside[1:]):
+        cuts.append(max(cuts[-1], boundary(text, before.end, after.start)))
+    cuts.append(inside[-1].end)
+    atoms = split_text(text, start, cuts[0], max_chars)
+    for child, seg_start, seg_end in zip(inside, cuts, cuts[1:]):
+        atoms.extend(_atoms(text, seg_start, seg_end, child.children, max_chars, depth + 1))
+    atoms.extend(split_text(text, cuts[-1], end, max_chars))
+    return atoms
+
+
+def _line_start(text: str, floor: int, pos: int) -> int:
+    """Start of pos's line when only indentation precedes pos there (not before floor)."""
+    line_start = max(floor, text.rfind("\n", floor, pos) + 1)
+    return line_start if not text[line_start:pos].strip() else pos
+
+
+def _pack(text: str, atoms: list[Span], max_chars: int) -> list[Span]:
+    """Join consecutive atoms greedily into trimmed pieces of at most max_chars."""
+    pieces: list[Span] = []
+    current: Span | None = None
+    for atom in atoms:
+        span = trim(text, *atom)
+        if span is None:
+            continue
+        if current is None:
+            current = span
+        elif span[1] - current[0] <= max_chars:
+            current = (current[0], span[1])
+        else:
+            pieces.append(current)
+            current = span
+    if current is not None:
+        pieces.append(current)
+    return pieces
+
+
+class Assembler:
+    """Walks a module's Nodes and emits one piece per declaration that fits, splitting
+    the others at their members or statements; code between declarations forms pieces of
+    the enclosing scope (module code at the top)."""
+
+    def __init__(self, text: str, max_chars: int) -> None:
+        self.text = text
+        self.max_chars = max_chars
+        self.pieces: list[Piece] = []
+
+    def module(self, root: Node) -> list[Piece]:
+        """All pieces of a module, in document order."""
+        self._scope(root, "module", None)
+        return self.pieces
+
+    def _declaration(self, node: Node, qualifier: str | None) -> None:
+        symbol = f"{qualifier}.{node.name}" if qualifier else str(node.name)
+        span = trim(self.text, node.start, node.end)
+        if span is None:
+            return
+        if span[1] - span[0] <= self.max_chars:
+            self.pieces.append(Piece(span[0], span[1], str(node.kind), symbol))
+        else:
+            self._scope(node, str(node.kind), symbol)
+
+    def _scope(self, node: Node, kind: str, symbol: str | None) -> None:
+        """Members that are declarations on their own; the code around them as `kind`."""
+        gap_start = node.start
+        gap: list[Node] = []
+        for child in node.children:
+            if child.kind is None:
+                gap.append(child)
+                continue
+            self._gap(gap_start, child.start, gap, kind, symbol)
+            self._declaration(child, symbol)
+            gap_start, gap = child.end, []
+        self._gap(gap_start, node.end, gap, kind, symbol)
+
+    def _gap(
+        self, start: int, end: int, children: list[Node], kind: str, symbol: str | None
+    ) -> None:
+        """Code between declarations; punctuation alone (a closing brace) is dropped."""
+        span = trim(self.text, start, end)
+        if span is None or not _WORD.search(self.text, span[0], span[1]):
+            return
+        for s, e in split_region(self.text, span[0], span[1], children, self.max_chars):
+            self.pieces.append(Piece(s, e, kind, symbol))
