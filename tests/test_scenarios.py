@@ -128,6 +128,7 @@ def test_coding_knowledge_base_filters_weights_and_tokens(tmp_path: Path, local:
                 "$not": {"deprecated": True},
             },
             explain=True,
+            with_tokens=True,
         )
         assert hits, "the filters keep the SwiftData docs"
         for hit in hits:

@@ -648,6 +648,7 @@ class Index:
         diversity: dict[str, Any] | None = None,
         prefer: Sequence[dict[str, Any]] = (),
         explain: bool = False,
+        with_tokens: bool = False,
     ) -> SearchResult:
         """Hits for `query`, best first (a list of Hit with `.degraded`, `.reason`, `.mode`).
 
@@ -660,8 +661,8 @@ class Index:
         multiply matching hits' scores after fusion; `diversity` caps hits per metadata
         value (`{"max_per": {"scholar_id": 2}}`) and/or applies MMR (`{"mmr": {"lambda":
         0.7}}`); `prefer` filters score metadata fit for weighted fusion's "metadata" weight;
-        `explain` attaches each stage's contribution to every hit. Hits report their size in
-        cl100k tokens.
+        `explain` attaches each stage's contribution to every hit; `with_tokens` reports each
+        hit's size in cl100k tokens (for prompt budgeting).
         An empty or punctuation-only query gives no hits.
         """
         options = SearchOptions(
@@ -681,6 +682,7 @@ class Index:
             diversity=diversity,
             prefer=tuple(prefer),
             explain=explain,
+            with_tokens=with_tokens,
         )
         return self.search_with(query, options, collection)
 
@@ -691,8 +693,9 @@ class Index:
         ranking = self.rank(query, options, collection)
         chunks = self.store.chunks_by_row([c.row_id for c in ranking.candidates])
         hits = pipeline.hydrate(ranking.candidates, chunks, options if options.explain else None)
-        for hit in hits:
-            hit.tokens = count_tokens(hit.text)
+        if options.with_tokens:
+            for hit in hits:
+                hit.tokens = count_tokens(hit.text)
         return SearchResult(hits, ranking.mode, ranking.degraded, ranking.reason)
 
     def rank(

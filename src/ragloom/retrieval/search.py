@@ -56,6 +56,7 @@ class SearchOptions:
     diversity: Mapping[str, Any] | None = None
     prefer: Sequence[Mapping[str, Any]] = ()
     explain: bool = False
+    with_tokens: bool = False
     predicate: Predicate | None = field(default=None, init=False, repr=False, compare=False)
     boost_rules: tuple[BoostRule, ...] = field(default=(), init=False, repr=False, compare=False)
     caps: Mapping[str, int] = field(default_factory=dict, init=False, repr=False, compare=False)
