@@ -37,7 +37,7 @@ def test_index_search_stats_delete_roundtrip(tmp_path: Path):
     report = json.loads(again.stdout)
     assert report["ok"] and report["documents"] == 0 and report["unchanged"] == report["files"]
 
-    found = ragloom("search", "how are chunk ids made?", "--top-k", "2", "--json", index=db)
+    found = ragloom("search", "how are chunk ids numbered?", "--top-k", "2", "--json", index=db)
     hits = json.loads(found.stdout)["results"]
     assert len(hits) == 2 and hits[0]["document_id"] == "chunking.md"
     assert "{document_id}-{n}" in hits[0]["chunk"]

@@ -43,7 +43,9 @@ def test_boost_math_is_exact_and_only_where_rules_match():
     assert by_row[4].score == pytest.approx(0.5 * 1.1 * 1.05)
     assert by_row[5].score == pytest.approx(0.9 * 1.5)
     assert [label for label, _ in by_row[1].boosts] == [
-        "current chapter", "preferred scholar", "preferred tradition"
+        "current chapter",
+        "preferred scholar",
+        "preferred tradition",
     ]
     assert by_row[3].boosts == (("current chapter", 1.5),)
     assert by_row[1].fused_score == 1.0  # the pre-boost score stays visible

@@ -234,7 +234,9 @@ def test_enrichers_add_chunk_metadata_and_change_the_hash(index: Index):
     def shouty(doc: Document, span) -> dict:
         return {"loud": span.text.isupper()}
 
-    index.add([Document("a", "QUIET NO MORE"), Document("b", "calm words here")], enrichers=[shouty])
+    index.add(
+        [Document("a", "QUIET NO MORE"), Document("b", "calm words here")], enrichers=[shouty]
+    )
     assert index.search("quiet")[0].metadata["loud"] is True
     assert index.search("calm")[0].metadata["loud"] is False
     assert index.add([Document("a", "QUIET NO MORE")], enrichers=[shouty]).unchanged == 1

@@ -11,6 +11,7 @@ from typing import Any
 
 import click
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
@@ -19,6 +20,7 @@ from ragloom.errors import RagloomError
 from ragloom.index import DEFAULT_COLLECTION, Index
 from ragloom.lexical import BM25Params
 from ragloom.loading import JsonlFields
+from ragloom.retrieval.search import SearchOptions
 
 err = Console(stderr=True)
 out = Console(highlight=False, soft_wrap=True)
@@ -45,7 +47,7 @@ def _progress(label: str) -> Iterator[Callable[[int, int], None]]:
 
 
 def _open(ctx: click.Context, create: bool = False) -> Index:
-    return Index(ctx.obj["index_path"], create=create)
+    return Index(ctx.obj["index_path"], create=create, embedder=ctx.obj["embedder"])
 
 
 def _print_json(data: Any) -> None:
@@ -66,12 +68,21 @@ collection_option = click.option(
     show_default=True,
     help="Index file (env RAGLOOM_INDEX).",
 )
+@click.option(
+    "--embedder",
+    envvar="RAGLOOM_EMBEDDER",
+    default="auto",
+    show_default=True,
+    help="Embedding model: auto (a collection's own; the local model for new ones when "
+    "installed), none, local, openai:MODEL@URL or ollama:MODEL@URL (env RAGLOOM_EMBEDDER).",
+)
 @click.version_option(__version__, prog_name="ragloom")
 @click.pass_context
-def cli(ctx: click.Context, index_path: str) -> None:
+def cli(ctx: click.Context, index_path: str, embedder: str) -> None:
     """ragloom: index your own files and search them, offline."""
     ctx.ensure_object(dict)
     ctx.obj["index_path"] = index_path
+    ctx.obj["embedder"] = embedder
 
 
 @cli.command("index")
@@ -83,10 +94,22 @@ def cli(ctx: click.Context, index_path: str) -> None:
 @click.option("--chunk-size", type=click.IntRange(min=0), help="Max characters a chunk (0: whole).")
 @click.option("--overlap", type=click.IntRange(min=0), help="Characters shared by adjacent chunks.")
 @click.option("--min-chunk", type=click.IntRange(min=0), help="Drop fragments shorter than this.")
-@click.option("--chunk-mode", type=click.Choice(["auto", "prose", "markdown"]), default=None)
+@click.option(
+    "--chunk-mode",
+    type=click.Choice(["auto", "prose", "markdown", "code"]),
+    default=None,
+    help="auto: Markdown by headings, source code by declarations, the rest as prose.",
+)
+@click.option("--code-chunk-size", type=click.IntRange(min=0), help="Max characters a code chunk.")
+@click.option(
+    "--split-identifiers/--no-split-identifiers",
+    default=None,
+    help="Index safeFetch / safe_fetch as 'safe fetch' too (set when a collection is new).",
+)
 @click.option("--id-field", default="id", show_default=True, help="JSONL field with the id.")
 @click.option("--title-field", default="title", show_default=True, help="JSONL title field.")
 @click.option("--text-field", default="text", show_default=True, help="JSONL text field.")
+@click.option("--collection-field", help="JSONL field naming each record's collection.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.pass_context
 def index_cmd(
@@ -100,12 +123,15 @@ def index_cmd(
     overlap: int | None,
     min_chunk: int | None,
     chunk_mode: str | None,
+    code_chunk_size: int | None,
+    split_identifiers: bool | None,
     id_field: str,
     title_field: str,
     text_field: str,
+    collection_field: str | None,
     as_json: bool,
 ) -> None:
-    """Index files and folders (.txt, .md, .jsonl); unchanged files are skipped."""
+    """Index files and folders (text, Markdown, JSONL, source code); unchanged files are skipped."""
     with _open(ctx, create=True) as index:
         chunking = None
         if chunk_size is not None or overlap is not None or min_chunk is not None:
@@ -120,8 +146,27 @@ def index_cmd(
             if chunk_size == 0:
                 current["overlap"] = 0
             chunking = current
-        index.configure(collection, chunking=chunking, chunk_mode=chunk_mode)
-        fields = JsonlFields(id=id_field, title=title_field, text=text_field)
+        code_chunking = None
+        if code_chunk_size is not None:
+            code_chunking = index.configure(collection).code_chunking.to_dict()
+            code_chunking["max_chars"] = code_chunk_size
+            code_chunking["overlap"] = min(code_chunking["overlap"], code_chunk_size // 2)
+        tokenizer = None
+        if split_identifiers is not None:
+            tokenizer = {
+                **index.configure(collection).tokenizer.to_dict(),
+                "split_identifiers": split_identifiers,
+            }
+        index.configure(
+            collection,
+            chunking=chunking,
+            chunk_mode=chunk_mode,
+            code_chunking=code_chunking,
+            tokenizer=tokenizer,
+        )
+        fields = JsonlFields(
+            id=id_field, title=title_field, text=text_field, collection=collection_field
+        )
         with warnings.catch_warnings(record=True) as caught, _progress("indexing") as update:
             warnings.simplefilter("always")
             report = index.index_path(
@@ -129,56 +174,239 @@ def index_cmd(
             )
         for warning in caught:
             if not str(warning.message).startswith("skipped ") or lenient:
-                err.print(f"[yellow]warning:[/] {warning.message}", highlight=False)
+                err.print(f"[yellow]warning:[/] {escape(str(warning.message))}", highlight=False)
     if as_json:
         _print_json({"ok": True, **report.to_dict()})
         return
     for path, reason in report.skipped:
-        err.print(f"[yellow]skipped[/] {path}: {reason}", highlight=False)
+        err.print(f"[yellow]skipped[/] {escape(path)}: {escape(reason)}", highlight=False)
     out.print(
         f"indexed {report.documents} document(s), {report.chunks} chunk(s) from "
         f"{report.files} file(s); {report.unchanged} unchanged, {len(report.skipped)} skipped"
     )
 
 
+def _json_option(value: str | None, name: str) -> Any:
+    if value is None:
+        return None
+    try:
+        return json.loads(value)
+    except json.JSONDecodeError as exc:
+        raise click.BadParameter(f"not valid JSON ({exc.msg})", param_hint=name) from None
+
+
+def _pairs(values: tuple[str, ...], name: str, cast: Callable[[str], Any]) -> dict[str, Any]:
+    out = {}
+    for item in values:
+        key, sep, raw = item.partition("=")
+        try:
+            if not sep or not key:
+                raise ValueError
+            out[key] = cast(raw)
+        except ValueError:
+            raise click.BadParameter(f"expected KEY=VALUE, got {item!r}", param_hint=name) from None
+    return out
+
+
+def retrieval_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """The options shared by `search` and `context`."""
+    options = [
+        click.option("--top-k", "-k", default=5, show_default=True, type=click.IntRange(min=1)),
+        collection_option,
+        click.option(
+            "--mode",
+            type=click.Choice(["lexical", "dense", "hybrid"]),
+            help="Default: hybrid when the collection has vectors, else lexical.",
+        ),
+        click.option(
+            "--fusion", type=click.Choice(["rrf", "weighted"]), default="rrf", show_default=True
+        ),
+        click.option("--rrf-k", type=float, default=60.0, show_default=True),
+        click.option(
+            "--weight",
+            "weights",
+            multiple=True,
+            metavar="LEG=W",
+            help="Per-leg fusion weight, e.g. dense=0.7 (repeatable).",
+        ),
+        click.option(
+            "--min-similarity",
+            type=float,
+            default=0.45,
+            show_default=True,
+            help="Drop dense-only hits below this cosine.",
+        ),
+        click.option("--min-score", type=float, help="Drop hits whose final score is lower."),
+        click.option(
+            "--filter",
+            "filter_json",
+            metavar="JSON",
+            help='Metadata filter, e.g. \'{"chapter_num": {"$gte": 9}}\'.',
+        ),
+        click.option(
+            "--boost",
+            "boost_json",
+            multiple=True,
+            metavar="JSON",
+            help='Boost rule, e.g. \'{"when": {"scholar_id": "calvin"}, "factor": 1.1}\'.',
+        ),
+        click.option(
+            "--max-per",
+            multiple=True,
+            metavar="KEY=N",
+            help="At most N hits per value of a metadata key (repeatable).",
+        ),
+        click.option("--mmr", type=float, metavar="LAMBDA", help="MMR diversity (0..1)."),
+        click.option("--strict", is_flag=True, help="Fail instead of answering from BM25 alone."),
+        click.option("--k1", type=float, help="BM25 k1 (default: the collection's)."),
+        click.option("--b", "b", type=float, help="BM25 b (default: the collection's)."),
+    ]
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
+def _search_kwargs(index: Index, p: dict[str, Any]) -> dict[str, Any]:
+    """Turn the shared CLI options into `Index.search` keywords."""
+    bm25 = None
+    if p["k1"] is not None or p["b"] is not None:
+        default = index.configure(p["collection"]).bm25
+        bm25 = BM25Params(
+            p["k1"] if p["k1"] is not None else default.k1,
+            p["b"] if p["b"] is not None else default.b,
+        )
+    diversity: dict[str, Any] = {}
+    if p["max_per"]:
+        diversity["max_per"] = _pairs(p["max_per"], "--max-per", int)
+    if p["mmr"] is not None:
+        diversity["mmr"] = {"lambda": p["mmr"]}
+    return {
+        "mode": p["mode"],
+        "fusion": p["fusion"],
+        "rrf_k": p["rrf_k"],
+        "weights": _pairs(p["weights"], "--weight", float),
+        "min_dense_similarity": p["min_similarity"],
+        "min_score": p["min_score"],
+        "filters": _json_option(p["filter_json"], "--filter"),
+        "boosts": [_json_option(b, "--boost") for b in p["boost_json"]],
+        "diversity": diversity or None,
+        "strict": p["strict"],
+        "bm25": bm25,
+    }
+
+
+def _print_explain(explain: dict[str, Any]) -> None:
+    legs = ", ".join(
+        f"{leg} #{info['rank']} ({'cosine' if leg == 'dense' else 'bm25'} "
+        f"{info.get('score', info.get('cosine')):.3f})"
+        for leg, info in explain["legs"].items()
+    )
+    fusion = explain["fusion"]
+    lines = [f"     legs: {legs or 'none'}  (match: {explain['match']})"]
+    lines.append(f"     fusion: {fusion['method']}  -> {fusion['score']:.4f}")
+    for boost in explain["boosts"]:
+        lines.append(f"     boost: x{boost['factor']} ({boost['rule']})")
+    for note in explain["diversity"]:
+        lines.append(f"     diversity: {note}")
+    lines.append(f"     final score: {explain['final_score']:.4f}")
+    for line in lines:
+        out.print(line, markup=False, highlight=False)
+
+
 @cli.command()
 @click.argument("query")
-@click.option("--top-k", "-k", default=5, show_default=True, type=click.IntRange(min=1))
-@collection_option
-@click.option("--k1", type=float, help="BM25 k1 (default: the collection's).")
-@click.option("--b", "b", type=float, help="BM25 b (default: the collection's).")
+@retrieval_options
+@click.option("--explain", is_flag=True, help="Show each stage's contribution to every hit.")
 @click.option("--json", "as_json", is_flag=True, help="Print hits as JSON.")
 @click.pass_context
-def search(
-    ctx: click.Context,
-    query: str,
-    top_k: int,
-    collection: str,
-    k1: float | None,
-    b: float | None,
-    as_json: bool,
-) -> None:
+def search(ctx: click.Context, query: str, explain: bool, as_json: bool, **p: Any) -> None:
     """Search the index and print the best chunks."""
     with _open(ctx) as index:
-        bm25 = None
-        if k1 is not None or b is not None:
-            default = index.configure(collection).bm25
-            bm25 = BM25Params(
-                k1 if k1 is not None else default.k1, b if b is not None else default.b
-            )
-        hits = index.search(query, top_k=top_k, collection=collection, bm25=bm25)
+        hits = index.search(
+            query,
+            top_k=p["top_k"],
+            collection=p["collection"],
+            explain=explain,
+            **_search_kwargs(index, p),
+        )
     if as_json:
-        _print_json({"ok": True, "query": query, "results": [h.to_dict() for h in hits]})
+        _print_json({"ok": True, "query": query, **hits.to_dict()})
         return
+    if hits.degraded:
+        err.print(
+            f"warning: dense search unavailable, BM25 only ({hits.reason})",
+            highlight=False,
+            markup=False,
+        )
     if not hits:
         out.print("no results")
         return
     for hit in hits:
-        heading = f"[bold]{hit.rank}.[/] {hit.document_id}  [dim]{hit.chunk_id} "
-        heading += f"chars {hit.start}-{hit.end}  score {hit.score:.3f}[/]"
+        heading = f"[bold]{hit.rank}.[/] {escape(hit.document_id)}  [dim]{escape(hit.chunk_id)} "
+        heading += f"chars {hit.start}-{hit.end}  score {hit.score:.3f}  {hit.match}[/]"
         out.print(heading)
+        if hit.explain:
+            _print_explain(hit.explain)
         out.print(hit.text.strip(), markup=False)
         out.print()
+
+
+@cli.command()
+@click.argument("query")
+@retrieval_options
+@click.option("--budget", type=click.IntRange(min=1), help="Token budget (cl100k tokens).")
+@click.option(
+    "--section",
+    "sections",
+    multiple=True,
+    metavar="COLLECTION[:TOP_K[:LABEL]]",
+    help="Search several collections, each a labelled section (repeatable).",
+)
+@click.option("--no-instruction", is_flag=True, help="Leave out the grounding instruction.")
+@click.option("--json", "as_json", is_flag=True, help="Print the packed context as JSON.")
+@click.pass_context
+def context(
+    ctx: click.Context,
+    query: str,
+    budget: int | None,
+    sections: tuple[str, ...],
+    no_instruction: bool,
+    as_json: bool,
+    **p: Any,
+) -> None:
+    """Print a numbered, cited context block for a prompt, within a token budget."""
+    from ragloom.context import GROUNDING_INSTRUCTION
+
+    requests = []
+    for spec in sections:
+        name, _, rest = spec.partition(":")
+        top_k, _, label = rest.partition(":")
+        if not name or (top_k and not top_k.isdigit()):
+            raise click.BadParameter(
+                f"expected COLLECTION[:TOP_K[:LABEL]], got {spec!r}", param_hint="--section"
+            )
+        requests.append(
+            {"collection": name, "top_k": int(top_k or p["top_k"]), "label": label or None}
+        )
+    with _open(ctx) as index:
+        packed = index.context(
+            query,
+            p["collection"],
+            p["top_k"],
+            collections=requests or None,
+            budget=budget,
+            instruction=None if no_instruction else GROUNDING_INSTRUCTION,
+            **_search_kwargs(index, p),
+        )
+    if as_json:
+        _print_json({"ok": True, "query": query, **packed.to_dict()})
+        return
+    out.print(packed.text, markup=False, highlight=False)
+    err.print(
+        f"{packed.tokens} tokens, {len(packed.passages)} passage(s)"
+        + (f", {packed.omitted} left out for the budget" if packed.omitted else ""),
+        highlight=False,
+    )
 
 
 @cli.command()
@@ -221,6 +449,17 @@ def delete(ctx: click.Context, doc_id: str, collection: str) -> None:
     out.print(f"deleted {doc_id} ({removed} chunk(s))")
 
 
+@cli.command()
+@collection_option
+@click.pass_context
+def reembed(ctx: click.Context, collection: str) -> None:
+    """Replace a collection's vectors with the --embedder model's (or add them)."""
+    spec = ctx.obj["embedder"]
+    with Index(ctx.obj["index_path"], create=False, embedder=None) as index:
+        count = index.reembed(collection, "local" if spec == "auto" else spec)
+    out.print(f"embedded {count} chunk(s) of {collection}")
+
+
 @cli.command("eval")
 @click.argument("folder", type=click.Path(file_okay=False))
 @click.option("--split", default="test", show_default=True, help="Which qrels/<split>.tsv.")
@@ -238,24 +477,42 @@ def delete(ctx: click.Context, doc_id: str, collection: str) -> None:
     is_flag=True,
     help="Keep hits whose document id equals the query id (ignored by default).",
 )
+@click.option(
+    "--mode",
+    type=click.Choice(["lexical", "dense", "hybrid"]),
+    default="lexical",
+    show_default=True,
+    help="dense and hybrid embed the corpus with --embedder.",
+)
+@click.option("--fusion", type=click.Choice(["rrf", "weighted"]), default="rrf", show_default=True)
+@click.option("--split-identifiers", is_flag=True, help="Identifier-aware tokens (for code).")
 @click.option("--json", "as_json", is_flag=True, help="Print the figures as JSON.")
+@click.pass_context
 def eval_cmd(
+    ctx: click.Context,
     folder: str,
     split: str,
     k1: float,
     b: float,
     chunk_size: int,
     keep_self_hits: bool,
+    mode: str,
+    fusion: str,
+    split_identifiers: bool,
     as_json: bool,
 ) -> None:
-    """Evaluate BM25 on a BEIR-layout collection (corpus.jsonl, queries.jsonl, qrels/)."""
+    """Evaluate retrieval on a BEIR-layout collection (corpus.jsonl, queries.jsonl, qrels/)."""
     from ragloom.evaluation.runner import run_beir, whole_document_config
 
     chunking = {
         "max_chars": chunk_size,
         "overlap": 0 if chunk_size == 0 else min(80, chunk_size // 5),
     }
-    config = whole_document_config(bm25={"k1": k1, "b": b}, chunking=chunking)
+    config = whole_document_config(
+        bm25={"k1": k1, "b": b},
+        chunking=chunking,
+        tokenizer={"split_identifiers": split_identifiers},
+    )
     with _progress("indexing") as update:
         seen = 0
 
@@ -264,14 +521,24 @@ def eval_cmd(
             seen += n
             update(seen, 0)
 
+        spec = ctx.obj["embedder"]
+        embedder = None if mode == "lexical" else ("local" if spec in ("auto", "none") else spec)
+        options = SearchOptions(mode=mode, fusion=fusion)
         result = run_beir(
-            folder, split, config, keep_self_hits=keep_self_hits, on_progress=progress
+            folder,
+            split,
+            config,
+            keep_self_hits=keep_self_hits,
+            on_progress=progress,
+            options=options,
+            embedder=embedder,
         )
     if as_json:
         _print_json({"ok": True, **result.to_dict()})
         return
     table = Table(
-        title=f"{result.dataset} ({split}, {result.queries} queries, {result.documents} documents)"
+        title=f"{result.dataset} {result.mode} ({split}, {result.queries} queries, "
+        f"{result.documents} documents)"
     )
     for column in ("nDCG@10", "Recall@100", "MRR@10", "index s", "queries/s"):
         table.add_column(column, justify="right")
@@ -284,6 +551,51 @@ def eval_cmd(
         f"{result.queries_per_second:.0f}",
     )
     out.print(table)
+
+
+@cli.command()
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind.")
+@click.option(
+    "--port",
+    envvar="RAGLOOM_PORT",
+    default=8181,
+    show_default=True,
+    type=click.IntRange(0, 65535),
+    help="Port (env RAGLOOM_PORT).",
+)
+@click.option(
+    "--root",
+    "roots",
+    multiple=True,
+    type=click.Path(exists=True, file_okay=False),
+    help="Folder whose files POST /index may read (repeatable; none: path indexing off).",
+)
+@click.option("--token", envvar="RAGLOOM_TOKEN", help="Bearer token required (env RAGLOOM_TOKEN).")
+@click.option(
+    "--max-body",
+    default=10 * 1024 * 1024,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="Largest request body in bytes.",
+)
+@click.option("--access-log", is_flag=True, help="Log every request.")
+@click.pass_context
+def serve(
+    ctx: click.Context,
+    host: str,
+    port: int,
+    roots: tuple[str, ...],
+    token: str | None,
+    max_body: int,
+    access_log: bool,
+) -> None:
+    """Run the HTTP sidecar (JSON API, OpenAPI at /openapi.json)."""
+    from ragloom.server.runner import serve as run_server
+    from ragloom.server.settings import ServerSettings
+
+    embedder = ctx.obj.get("embedder", "auto")
+    settings = ServerSettings.build(ctx.obj["index_path"], roots, token, max_body, embedder)
+    run_server(settings, host=host, port=port, access_log=access_log)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -1,0 +1,169 @@
+"""`ragloom.Client`: the library's index/search calls over HTTP, against `ragloom serve`.
+
+Errors come back typed: the server's error code picks the class (`NotFound`, `InputError`,
+`StoreError`, `Unauthorized`, `Forbidden`, ...), so callers handle them as with the library.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import fields
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+
+from ragloom.errors import RagloomError
+from ragloom.index import IndexReport
+from ragloom.models import Document, Hit, SearchResult
+from ragloom.server.errors import ServerError, error_from_payload
+
+
+class ConnectionFailed(RagloomError):
+    """The server could not be reached (not running, wrong port, timed out)."""
+
+    code = "unreachable"
+
+
+def _document_json(doc: Document | Mapping[str, Any]) -> dict[str, Any]:
+    if isinstance(doc, Document):
+        body: dict[str, Any] = {"id": doc.id, "text": doc.text, "metadata": doc.metadata}
+        if doc.title is not None:
+            body["title"] = doc.title
+        if doc.source is not None:
+            body["source"] = doc.source
+        return body
+    return dict(doc)
+
+
+def _report(data: Mapping[str, Any]) -> IndexReport:
+    skipped = [(s["path"], s["reason"]) for s in data.get("skipped", ())]
+    return IndexReport(
+        documents=data["documents"],
+        unchanged=data["unchanged"],
+        chunks=data["chunks"],
+        files=data.get("files", 0),
+        skipped=skipped,
+    )
+
+
+_HIT_FIELDS = frozenset(f.name for f in fields(Hit))
+
+
+def _hit(data: Mapping[str, Any]) -> Hit:
+    values = {k: v for k, v in data.items() if k in _HIT_FIELDS}
+    values["text"] = data["chunk"]
+    values.setdefault("metadata", {})
+    values.setdefault("collection", "")
+    return Hit(**values)
+
+
+def _quote_id(doc_id: str) -> str:
+    """Percent-encode a document id for the URL path (ids may hold `/`, `?`, `%`, dots)."""
+    segments = quote(doc_id, safe="/").split("/")
+    return "/".join(s.replace(".", "%2E") if s in (".", "..") else s for s in segments)
+
+
+class Client:
+    """A connection to a ragloom sidecar; reuses one HTTP connection pool. Thread-safe."""
+
+    def __init__(
+        self,
+        base_url: str = "http://127.0.0.1:8181",
+        token: str | None = None,
+        timeout: float = 60.0,
+    ) -> None:
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        self.base_url = base_url.rstrip("/")
+        self._http = httpx.Client(base_url=self.base_url, headers=headers, timeout=timeout)
+
+    def close(self) -> None:
+        """Close the connection pool."""
+        self._http.close()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _call(self, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
+        """One request; returns the JSON body or raises the typed error it carries."""
+        try:
+            response = self._http.request(method, path, **kwargs)
+        except httpx.TimeoutException as exc:
+            raise ConnectionFailed(
+                f"{method} {self.base_url}{path} timed out: {exc}", "raise Client(timeout=...)"
+            ) from None
+        except httpx.TransportError as exc:
+            raise ConnectionFailed(
+                f"cannot reach ragloom at {self.base_url}: {exc}", "is `ragloom serve` running?"
+            ) from None
+        try:
+            payload = response.json()
+        except ValueError:
+            payload = None
+        if response.is_success and isinstance(payload, dict):
+            return payload
+        if response.is_success:
+            raise ServerError(f"{method} {path}: the server answered a non-JSON body")
+        raise error_from_payload(response.status_code, payload)
+
+    # -- the library's calls ------------------------------------------------------------
+    def index_path(self, path: str | Path, collection: str | None = None) -> IndexReport:
+        """Index a file or folder on the server's machine (it must lie under a --root)."""
+        body: dict[str, Any] = {"path": str(path)}
+        if collection is not None:
+            body["collection"] = collection
+        return _report(self._call("POST", "/index", json=body))
+
+    def add(
+        self, documents: Iterable[Document | Mapping[str, Any]], collection: str | None = None
+    ) -> IndexReport:
+        """Index inline documents (`Document`s or dicts with id, text, title?, metadata?)."""
+        body: dict[str, Any] = {"documents": [_document_json(d) for d in documents]}
+        if collection is not None:
+            body["collection"] = collection
+        return _report(self._call("POST", "/index", json=body))
+
+    def query(self, query: str, top_k: int = 3, collection: str | None = None) -> dict[str, Any]:
+        """The raw `/query` answer: `results` (dicts) and the joined `context`."""
+        body: dict[str, Any] = {"query": query, "top_k": top_k}
+        if collection is not None:
+            body["collection"] = collection
+        return self._call("POST", "/query", json=body)
+
+    def search(self, query: str, top_k: int = 3, collection: str | None = None) -> SearchResult:
+        """Hits for `query`, best first, as the library's `Hit` objects (with mode, degraded)."""
+        answer = self.query(query, top_k, collection)
+        hits = [_hit(r) for r in answer["results"]]
+        mode = answer.get("mode") or "lexical"
+        return SearchResult(hits, mode, bool(answer.get("degraded")), answer.get("reason"))
+
+    def context(self, query: str, top_k: int = 3, collection: str | None = None) -> str:
+        """The best chunks joined with "\\n---\\n", ready for a prompt."""
+        return str(self.query(query, top_k, collection)["context"])
+
+    def delete(self, doc_id: str, collection: str | None = None) -> int:
+        """Delete a document; returns the number of chunks removed (`NotFound` if unknown)."""
+        params = {"collection": collection} if collection is not None else None
+        path = "/documents/" + _quote_id(doc_id)
+        return int(self._call("DELETE", path, params=params)["chunks"])
+
+    def documents(
+        self, collection: str | None = None, offset: int = 0, limit: int = 100
+    ) -> list[dict[str, Any]]:
+        """A page of stored documents."""
+        params: dict[str, Any] = {"offset": offset, "limit": limit}
+        if collection is not None:
+            params["collection"] = collection
+        return list(self._call("GET", "/documents", params=params)["documents"])
+
+    def stats(self) -> dict[str, Any]:
+        """Counts per collection plus lexical statistics."""
+        return self._call("GET", "/stats")
+
+    def health(self) -> dict[str, Any]:
+        """Server version and index status (needs no token)."""
+        return self._call("GET", "/health")

@@ -1,0 +1,84 @@
+"""The FastAPI application: routes, error handlers, token and body-size middleware."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager, suppress
+from typing import Any
+
+from fastapi import FastAPI
+from fastapi.openapi.utils import get_openapi
+
+from ragloom import __version__
+from ragloom.errors import StoreError
+from ragloom.server import handlers
+from ragloom.server.auth import OPEN_PATHS, BearerAuth
+from ragloom.server.holder import IndexHolder
+from ragloom.server.limits import BodyLimit
+from ragloom.server.routes import build_router
+from ragloom.server.settings import ServerSettings
+from ragloom.server.worker import BatchWorker
+
+QUERY_THREADS = 2  # more than one: a query waiting on an embedding service stalls no other
+
+
+def create_app(settings: ServerSettings) -> FastAPI:
+    """Build the sidecar app for one configuration (the index opens at startup)."""
+    holder = IndexHolder(settings.index_path, settings.embedder)
+    worker = BatchWorker(threads=QUERY_THREADS)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        with suppress(StoreError):  # reported by /health and as 503s; the server still starts
+            holder.get()
+        yield
+        worker.close()
+        holder.close()
+
+    app = FastAPI(
+        title="ragloom",
+        version=__version__,
+        summary="Local retrieval sidecar: index your material, query the passages a prompt needs.",
+        lifespan=lifespan,
+        docs_url="/docs",
+        redoc_url=None,
+    )
+    app.state.holder = holder
+    app.state.settings = settings
+    app.include_router(build_router(holder, settings, worker))
+    handlers.install(app)
+    app.add_middleware(handlers.CatchAll)
+    app.add_middleware(BodyLimit, max_body=settings.max_body)
+    if settings.token:
+        app.add_middleware(BearerAuth, token=settings.token)
+    app.openapi = lambda: _openapi(app, bool(settings.token))  # type: ignore[method-assign]
+    return app
+
+
+def _openapi(app: FastAPI, secured: bool) -> dict[str, Any]:
+    """The OpenAPI schema; with a token, every operation but /health declares bearer auth."""
+    if app.openapi_schema:
+        return app.openapi_schema
+    schema = get_openapi(
+        title=app.title, version=app.version, summary=app.summary, routes=app.routes
+    )
+    if secured:
+        components = schema.setdefault("components", {})
+        components.setdefault("securitySchemes", {})["bearer"] = {
+            "type": "http",
+            "scheme": "bearer",
+        }
+        unauthorized = {
+            "description": "Missing or wrong bearer token",
+            "content": {
+                "application/json": {"schema": {"$ref": "#/components/schemas/ErrorResponse"}}
+            },
+        }
+        for path, operations in schema["paths"].items():
+            if path in OPEN_PATHS:
+                continue
+            for operation in operations.values():
+                operation["security"] = [{"bearer": []}]
+                operation["responses"]["401"] = unauthorized
+    app.openapi_schema = schema
+    return schema

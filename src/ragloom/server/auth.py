@@ -1,0 +1,43 @@
+"""Bearer-token check as plain ASGI middleware: every path but the open ones needs the token."""
+
+from __future__ import annotations
+
+import hmac
+
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from ragloom.server.responses import error_response
+
+OPEN_PATHS = frozenset({"/health"})
+
+
+class BearerAuth:
+    """Answer 401 unless `Authorization: Bearer <token>` matches (compared in constant time)."""
+
+    def __init__(self, app: ASGIApp, token: str, open_paths: frozenset[str] = OPEN_PATHS) -> None:
+        self.app = app
+        self.token = token.encode("utf-8")
+        self.open_paths = open_paths
+
+    def authorized(self, scope: Scope) -> bool:
+        """True when the request carries the right bearer token."""
+        header = b""
+        for name, value in scope.get("headers", ()):
+            if name == b"authorization":
+                header = value
+        scheme, _, credentials = header.strip().partition(b" ")
+        ok_scheme = scheme.lower() == b"bearer"
+        return hmac.compare_digest(credentials.strip(), self.token) and ok_scheme
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["path"] in self.open_paths or self.authorized(scope):
+            await self.app(scope, receive, send)
+            return
+        response = error_response(
+            401,
+            "unauthorized",
+            "missing or wrong bearer token",
+            "send the header `Authorization: Bearer <token>` with the server's token",
+            headers={"WWW-Authenticate": "Bearer"},
+        )
+        await response(scope, receive, send)

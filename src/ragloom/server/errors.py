@@ -1,0 +1,138 @@
+"""HTTP error vocabulary shared by the server and the client: error classes and status codes.
+
+Kept free of web-framework imports so that `ragloom.Client` can use it cheaply.
+"""
+
+from __future__ import annotations
+
+from ragloom import errors as library_errors
+from ragloom.errors import InputError, NotFound, RagloomError, StoreError
+
+
+class MalformedJSON(InputError):
+    """The request body is not valid JSON (HTTP 400)."""
+
+    code = "bad_json"
+
+
+class InvalidRequest(InputError):
+    """The request is JSON but does not fit the endpoint's schema (HTTP 422)."""
+
+    code = "invalid_request"
+
+
+class Unauthorized(RagloomError):
+    """The bearer token is missing or wrong (HTTP 401)."""
+
+    code = "unauthorized"
+
+
+class Forbidden(RagloomError):
+    """The request names a path the server may not read (HTTP 403)."""
+
+    code = "forbidden"
+
+
+class PayloadTooLarge(RagloomError):
+    """The request body exceeds the server's limit (HTTP 413)."""
+
+    code = "too_large"
+
+
+class ServerError(RagloomError):
+    """The server failed unexpectedly; details stay in the server's log (HTTP 500)."""
+
+    code = "internal"
+
+
+# Error code -> HTTP status. Library codes come first; unknown codes fall back by class.
+STATUS_BY_CODE: dict[str, int] = {
+    "bad_json": 400,
+    "bad_request": 400,
+    "unauthorized": 401,
+    "forbidden": 403,
+    "not_found": 404,
+    "method_not_allowed": 405,
+    "too_large": 413,
+    "unsupported_media_type": 415,
+    "invalid_request": 422,
+    "bad_input": 422,
+    "invalid_utf8": 422,
+    "bad_record": 422,
+    "embedding_mismatch": 409,
+    "internal": 500,
+    "embedding_error": 502,
+    "embed_failed": 502,
+    "store_unavailable": 503,
+    "offline": 503,
+    "model_unavailable": 503,
+}
+
+
+def _library_classes() -> dict[str, type[RagloomError]]:
+    """Every error class `ragloom.errors` defines with the plain (message, hint) signature."""
+    found: dict[str, type[RagloomError]] = {}
+    for value in vars(library_errors).values():
+        if (
+            isinstance(value, type)
+            and issubclass(value, RagloomError)
+            and "__init__" not in vars(value)  # DecodeError/RecordError need file positions
+        ):
+            found.setdefault(value.code, value)
+    return found
+
+
+# Error code -> the class a client raises for it (codes not listed raise by status).
+CLASS_BY_CODE: dict[str, type[RagloomError]] = {
+    **_library_classes(),
+    "invalid_utf8": InputError,
+    "bad_record": InputError,
+    "not_found": NotFound,
+    "bad_json": MalformedJSON,
+    "bad_request": MalformedJSON,
+    "unsupported_media_type": MalformedJSON,
+    "invalid_request": InvalidRequest,
+    "unauthorized": Unauthorized,
+    "forbidden": Forbidden,
+    "too_large": PayloadTooLarge,
+    "internal": ServerError,
+}
+
+
+def status_for(error: RagloomError) -> int:
+    """HTTP status for a ragloom error: by its code, else by its class, else 500."""
+    if error.code in STATUS_BY_CODE:
+        return STATUS_BY_CODE[error.code]
+    if isinstance(error, NotFound):
+        return 404
+    if isinstance(error, InputError):
+        return 422
+    if isinstance(error, StoreError):
+        return 503
+    return 500
+
+
+def error_from_payload(status: int, payload: object) -> RagloomError:
+    """Rebuild a typed error from a server's `{"ok": false, "error": {...}}` answer."""
+    error = payload.get("error") if isinstance(payload, dict) else None
+    if not isinstance(error, dict):
+        error = {"code": _code_for_status(status), "message": f"HTTP {status}"}
+    code = str(error.get("code") or _code_for_status(status))
+    message = str(error.get("message") or f"HTTP {status}")
+    hint = error.get("hint")
+    cls = CLASS_BY_CODE.get(code) or _class_for_status(status)
+    exc = cls(message, str(hint) if hint else None)
+    exc.code = code  # keep the server's exact code (e.g. invalid_utf8 on an InputError)
+    exc.status = status  # type: ignore[attr-defined]
+    return exc
+
+
+def _code_for_status(status: int) -> str:
+    for code, known in STATUS_BY_CODE.items():
+        if known == status:
+            return code
+    return "error"
+
+
+def _class_for_status(status: int) -> type[RagloomError]:
+    return CLASS_BY_CODE.get(_code_for_status(status), RagloomError)

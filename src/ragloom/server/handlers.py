@@ -1,0 +1,116 @@
+"""Exception handlers: every failure becomes a typed JSON error, never a stack trace."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from starlette.exceptions import HTTPException
+from starlette.responses import Response
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from ragloom.errors import RagloomError
+from ragloom.server.errors import status_for
+from ragloom.server.responses import error_response
+
+log = logging.getLogger("uvicorn.error")  # the server's error log, formatted by uvicorn
+
+_CODE_BY_STATUS = {400: "bad_json", 404: "not_found", 405: "method_not_allowed", 413: "too_large"}
+
+
+def _is_json(request: Request) -> bool:
+    kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    return kind == "application/json" or (
+        kind.startswith("application/") and kind.endswith("+json")
+    )
+
+
+def _detail(error: dict[str, Any]) -> dict[str, Any]:
+    loc = [str(part) for part in error.get("loc", ())]
+    return {"loc": loc, "msg": str(error.get("msg", "")), "type": str(error.get("type", ""))}
+
+
+async def on_ragloom_error(request: Request, exc: Exception) -> Response:
+    """A deliberate library or server error: its code, message and hint, with its status."""
+    assert isinstance(exc, RagloomError)
+    return error_response(status_for(exc), exc.code, exc.message, exc.hint)
+
+
+async def on_validation_error(request: Request, exc: Exception) -> Response:
+    """400 for a body that is not JSON, 415 for a non-JSON content type, else 422."""
+    assert isinstance(exc, RequestValidationError)
+    errors = list(exc.errors())
+    if any(e.get("type") == "json_invalid" for e in errors):
+        return error_response(400, "bad_json", "request body is not valid JSON")
+    body_sent = request.headers.get("content-length", "0") != "0" or (
+        "transfer-encoding" in request.headers
+    )
+    if request.method in ("POST", "PUT", "PATCH") and body_sent and not _is_json(request):
+        return error_response(
+            415,
+            "unsupported_media_type",
+            "request body must be JSON",
+            "send the header `Content-Type: application/json`",
+        )
+    details = [_detail(e) for e in errors]
+    summary = "; ".join(f"{'.'.join(d['loc'])}: {d['msg']}" for d in details[:5])
+    return error_response(422, "invalid_request", summary or "invalid request", details=details)
+
+
+async def on_http_error(request: Request, exc: Exception) -> Response:
+    """Routing errors (unknown path, wrong method) in the same envelope."""
+    assert isinstance(exc, HTTPException)
+    code = _CODE_BY_STATUS.get(exc.status_code, "http_error")
+    message = exc.detail if isinstance(exc.detail, str) else f"HTTP {exc.status_code}"
+    return error_response(exc.status_code, code, message, headers=exc.headers)
+
+
+def _internal_error() -> Response:
+    return error_response(
+        500, "internal", "internal server error", "the server's log has the details"
+    )
+
+
+async def on_unexpected(request: Request, exc: Exception) -> Response:
+    """A bug that escaped `CatchAll`: answer a generic 500 (Starlette logs and re-raises)."""
+    return _internal_error()
+
+
+class CatchAll:
+    """Turn an unexpected exception into a logged, generic 500 that keeps the connection usable.
+
+    (Starlette's own last-resort handler re-raises to the server, which then drops the
+    keep-alive connection and makes a client's next request fail.)
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def tracking_send(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, receive, tracking_send)
+        except Exception:
+            log.exception("unhandled error on %s %s", scope.get("method"), scope.get("path"))
+            if started:
+                raise
+            await _internal_error()(scope, receive, send)
+
+
+def install(app: FastAPI) -> None:
+    """Register every handler on the app."""
+    app.add_exception_handler(RagloomError, on_ragloom_error)
+    app.add_exception_handler(RequestValidationError, on_validation_error)
+    app.add_exception_handler(HTTPException, on_http_error)
+    app.add_exception_handler(Exception, on_unexpected)

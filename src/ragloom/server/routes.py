@@ -1,0 +1,191 @@
+"""The endpoints: thin adapters from JSON to the library's Index calls (nothing re-implemented).
+
+Blocking Index calls never run on the event loop: searches go to the batching query threads
+(`worker.py`), indexing jobs to the threadpool behind their own limiter, the rest to the
+threadpool (plain `def` endpoints), so queries keep being answered while a long `/index` runs.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import Any
+
+import anyio
+from fastapi import APIRouter, Query
+
+from ragloom import __version__
+from ragloom.errors import NotFound, StoreError
+from ragloom.index import DEFAULT_COLLECTION, Index
+from ragloom.models import Document
+from ragloom.server import schemas
+from ragloom.server.holder import IndexHolder
+from ragloom.server.paths import confine
+from ragloom.server.responses import JSONResponse
+from ragloom.server.settings import ServerSettings
+from ragloom.server.worker import BatchWorker
+
+CONTEXT_SEPARATOR = "\n---\n"
+INDEX_JOBS = 2  # concurrent /index jobs; the rest queue without taking query threads
+
+_ERRORS: dict[int | str, dict[str, Any]] = {
+    status: {"model": schemas.ErrorResponse, "description": text}
+    for status, text in (
+        (400, "Malformed JSON"),
+        (413, "Body over the size limit"),
+        (415, "Body is not JSON"),
+        (422, "Request does not fit the schema"),
+        (500, "Unexpected server error"),
+        (503, "Index unavailable"),
+    )
+}
+
+
+def _errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    extra = {404: "Unknown document or collection", 403: "Path outside the allowed roots"}
+    out = dict(_ERRORS)
+    for status in statuses:
+        out[status] = {"model": schemas.ErrorResponse, "description": extra[status]}
+    return out
+
+
+def _empty_index(index: Index) -> bool:
+    """True when no collection exists yet: reads then answer empty instead of 404."""
+    return not index.collections()
+
+
+def _run_index(holder: IndexHolder, settings: ServerSettings, body: schemas.IndexRequest) -> dict:
+    index = holder.get()
+    collection = body.collection or DEFAULT_COLLECTION
+    file = None
+    if body.path is not None:
+        real = confine(body.path, settings.roots, body.include, body.exclude)
+        file = str(real)
+        report = index.index_path(
+            real, collection, include=body.include, exclude=body.exclude, lenient=body.lenient
+        )
+    else:
+        documents = [
+            Document(id=d.id, text=d.text, title=d.title, source=d.source, metadata=d.metadata)
+            for d in body.documents or ()
+        ]
+        report = index.add(documents, collection=collection)
+    return {
+        "ok": True,
+        "collection": collection,
+        "file": file,
+        **report.to_dict(),
+        "noop": report.documents == 0 and report.chunks == 0,
+    }
+
+
+def _search(holder: IndexHolder, body: schemas.QueryRequest) -> dict[str, Any]:
+    index = holder.get()
+    collection = body.collection or DEFAULT_COLLECTION
+    try:
+        hits = index.search(body.query, top_k=body.top_k, collection=collection)
+    except NotFound:
+        if not _empty_index(index):
+            raise
+        hits = []
+    results = [hit.to_dict() for hit in hits]
+    context = CONTEXT_SEPARATOR.join(r["chunk"] for r in results)
+    answer: dict[str, Any] = {"ok": True, "results": results, "context": context}
+    for key in ("mode", "degraded", "reason"):  # how the search went, when the library says
+        if hasattr(hits, key):
+            answer[key] = getattr(hits, key)
+    return answer
+
+
+def build_router(holder: IndexHolder, settings: ServerSettings, worker: BatchWorker) -> APIRouter:
+    """All endpoints, bound to one IndexHolder, configuration and query worker."""
+    router = APIRouter()
+    limiter: list[anyio.CapacityLimiter] = []
+
+    @router.post("/index", response_model=schemas.IndexResponse, responses=_errors(403, 404))
+    async def index_documents(body: schemas.IndexRequest) -> JSONResponse:
+        """Index a file or folder under a configured root, or inline documents."""
+        if not limiter:
+            limiter.append(anyio.CapacityLimiter(INDEX_JOBS))
+        job = partial(_run_index, holder, settings, body)
+        return JSONResponse(await anyio.to_thread.run_sync(job, limiter=limiter[0]))
+
+    @router.post("/query", response_model=schemas.QueryResponse, responses=_errors(404))
+    async def query(body: schemas.QueryRequest) -> JSONResponse:
+        """The best chunks for a query, plus them joined as a ready-to-paste context.
+
+        An empty index (no collection yet) answers ok with no results, and so does the
+        "default" collection before anything went into it; once any collection exists, naming
+        another one that does not is 404.
+        """
+        return JSONResponse(await worker.run(partial(_search, holder, body)))
+
+    @router.delete(
+        "/documents/{doc_id:path}", response_model=schemas.DeleteResponse, responses=_errors(404)
+    )
+    def delete_document(doc_id: str, collection: str = DEFAULT_COLLECTION) -> JSONResponse:
+        """Delete a document and every chunk of it."""
+        removed = holder.get().delete(doc_id, collection=collection)
+        return JSONResponse({"ok": True, "id": doc_id, "collection": collection, "chunks": removed})
+
+    @router.get("/documents", response_model=schemas.DocumentsResponse, responses=_errors(404))
+    def list_documents(
+        collection: str | None = None,
+        offset: int = Query(0, ge=0, le=schemas.MAX_OFFSET),
+        limit: int = Query(100, ge=1, le=schemas.MAX_PAGE),
+    ) -> JSONResponse:
+        """A page of stored documents (ordered by collection, then id)."""
+        index = holder.get()
+        counts = index.stats()["collections"]
+        if not counts:  # empty index: nothing to list yet, whatever the collection
+            return JSONResponse(
+                {"ok": True, "documents": [], "offset": offset, "limit": limit, "total": 0}
+            )
+        docs = index.documents(collection, offset=offset, limit=limit)
+        names = [collection] if collection is not None else list(counts)
+        total = sum(counts[n]["documents"] for n in names if n in counts)
+        page = [
+            {
+                "id": d.doc_id,
+                "collection": d.collection,
+                "source": d.source,
+                "title": d.title,
+                "metadata": d.metadata,
+                "chunks": d.chunks,
+                "content_hash": d.content_hash,
+                "indexed_at": d.indexed_at,
+            }
+            for d in docs
+        ]
+        return JSONResponse(
+            {"ok": True, "documents": page, "offset": offset, "limit": limit, "total": total}
+        )
+
+    @router.get("/stats", response_model=schemas.StatsResponse, responses=_errors())
+    def stats() -> JSONResponse:
+        """Counts per collection plus lexical statistics."""
+        return JSONResponse({"ok": True, **holder.get().stats()})
+
+    @router.get(
+        "/health",
+        response_model=schemas.HealthResponse,
+        responses={503: {"model": schemas.HealthResponse, "description": "Index unavailable"}},
+    )
+    def health() -> JSONResponse:
+        """Liveness and index status (never needs the token)."""
+        status: dict[str, Any] = {"path": str(holder.path), "open": False}
+        try:
+            data = holder.get().stats()
+        except StoreError as exc:
+            status["error"] = exc.message
+            return JSONResponse(
+                {"ok": False, "version": __version__, "index": status}, status_code=503
+            )
+        status.update(
+            open=True,
+            collections=len(data["collections"]),
+            documents=data["documents"],
+            chunks=data["chunks"],
+        )
+        return JSONResponse({"ok": True, "version": __version__, "index": status})
+
+    return router

@@ -1,0 +1,33 @@
+"""Run the sidecar under uvicorn (what `ragloom serve` calls)."""
+
+from __future__ import annotations
+
+import logging
+
+import uvicorn
+
+from ragloom.server.app import create_app
+from ragloom.server.settings import ServerSettings
+
+log = logging.getLogger("ragloom.server")
+
+
+def serve(
+    settings: ServerSettings,
+    host: str = "127.0.0.1",
+    port: int = 8181,
+    access_log: bool = False,
+    log_level: str = "info",
+) -> None:
+    """Serve until interrupted (Ctrl-C / SIGTERM shut down gracefully)."""
+    if host not in ("127.0.0.1", "localhost", "::1") and not settings.token:
+        logging.basicConfig()
+        log.warning("listening on %s without a token: anyone who can reach it can use it", host)
+    uvicorn.run(
+        create_app(settings),
+        host=host,
+        port=port,
+        access_log=access_log,
+        log_level=log_level,
+        server_header=False,
+    )

@@ -1,0 +1,413 @@
+"""The HTTP sidecar over real HTTP: `ragloom serve` runs as a subprocess on a loopback port."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import sqlite3
+import threading
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+import ragloom
+from ragloom.server.launch import ServerProcess
+
+MAX_BODY = 1_000_000
+BIG_FILES = 600
+
+
+@pytest.fixture(scope="module")
+def tree(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """A root folder with clean notes, a bad file, symlink escapes and a big folder."""
+    base = tmp_path_factory.mktemp("tree")
+    root, outside = base / "root", base / "outside"
+    (root / "notes").mkdir(parents=True)
+    outside.mkdir()
+    (outside / "secret.txt").write_text("the secret passphrase is swordfish\n")
+    (root / "notes" / "lore.md").write_text(
+        "# Lore\n\nAelwen the ranger guards the northern pass of Karsh.\n"
+    )
+    (root / "notes" / "places.txt").write_text("Karsh is a fortress city carved into basalt.\n")
+    (root / "bad").mkdir()
+    (root / "bad" / "broken.txt").write_bytes(b"fine start \xff\xfe then garbage\n")
+    (root / "links").mkdir()
+    (root / "links" / "ok.txt").write_text("an honest file\n")
+    (root / "links" / "leak.txt").symlink_to(outside / "secret.txt")
+    (root / "filelink.txt").symlink_to(outside / "secret.txt")
+    (root / "dirlink").symlink_to(outside, target_is_directory=True)
+    big = root / "big"
+    big.mkdir()
+    rng = random.Random(7)
+    words = [f"term{i}" for i in range(5000)]
+    for i in range(BIG_FILES):
+        text = " ".join(rng.choices(words, k=400))
+        (big / f"doc{i:04d}.txt").write_text(f"{text} bigmarker{i}\n")
+    return {"base": base, "root": root, "outside": outside, "big": big}
+
+
+@pytest.fixture(scope="module")
+def server(tree: dict[str, Path]):
+    env = {"RAGLOOM_EMBEDDER": "none"}  # lexical only: these tests are about HTTP, not models
+    index = tree["base"] / "index.db"
+    with ServerProcess(index, roots=[tree["root"]], max_body=MAX_BODY, env=env) as srv:
+        yield srv
+
+
+@pytest.fixture(scope="module")
+def http(server: ServerProcess):
+    with httpx.Client(base_url=server.url, timeout=60) as client:
+        yield client
+
+
+def _error(response: httpx.Response, status: int, code: str | None = None) -> dict:
+    """Assert a typed JSON error and return its `error` object."""
+    assert response.status_code == status, response.text
+    body = response.json()
+    assert body["ok"] is False
+    assert isinstance(body["error"]["message"], str) and body["error"]["message"]
+    if code is not None:
+        assert body["error"]["code"] == code
+    assert "Traceback" not in response.text
+    return body["error"]
+
+
+def _add(http: httpx.Client, docs: list[dict], collection: str | None = None) -> dict:
+    body: dict = {"documents": docs}
+    if collection:
+        body["collection"] = collection
+    response = http.post("/index", json=body)
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+# -- happy paths ----------------------------------------------------------------------------
+def test_health_and_openapi(http: httpx.Client) -> None:
+    health = http.get("/health").json()
+    assert health["ok"] is True
+    assert health["version"] == ragloom.__version__
+    assert health["index"]["open"] is True
+    assert {"documents", "chunks", "collections"} <= set(health["index"])
+    schema = http.get("/openapi.json").json()
+    assert {"/index", "/query", "/documents", "/documents/{doc_id}", "/health", "/stats"} <= set(
+        schema["paths"]
+    )
+
+
+def test_index_inline_documents_then_noop(http: httpx.Client) -> None:
+    docs = [
+        {
+            "id": "inline-1",
+            "text": "Quartz crystals resonate at a precise frequency.",
+            "title": "Q",
+        },
+        {"id": "inline-2", "text": "Granite is an igneous rock.", "metadata": {"kind": "rock"}},
+    ]
+    first = _add(http, docs, "inline")
+    assert first["ok"] is True
+    assert (first["documents"], first["unchanged"], first["noop"]) == (2, 0, False)
+    assert first["chunks"] >= 2 and first["file"] is None and first["collection"] == "inline"
+    again = _add(http, docs, "inline")
+    assert (again["documents"], again["chunks"], again["unchanged"], again["noop"]) == (
+        0,
+        0,
+        2,
+        True,
+    )
+
+
+def test_query_results_and_context(http: httpx.Client) -> None:
+    _add(
+        http,
+        [
+            {"id": f"q-{i}", "text": f"zebra number {i} grazes with zebra friends {'x' * i}"}
+            for i in range(5)
+        ],
+        "zoo",
+    )
+    body = http.post("/query", json={"query": "zebra", "collection": "zoo"}).json()
+    assert body["ok"] is True
+    results = body["results"]
+    assert len(results) == 3  # default top_k
+    for rank, hit in enumerate(results, start=1):
+        assert hit["rank"] == rank
+        assert {
+            "score",
+            "chunk",
+            "source",
+            "chunk_id",
+            "document_id",
+            "start",
+            "end",
+            "metadata",
+        } <= set(hit)
+        assert hit["collection"] == "zoo"
+    assert body["context"] == "\n---\n".join(h["chunk"] for h in results)
+    five = http.post("/query", json={"query": "zebra", "top_k": 5, "collection": "zoo"}).json()
+    assert len(five["results"]) == 5
+    none = http.post("/query", json={"query": "unicorn", "collection": "zoo"}).json()
+    assert (none["ok"], none["results"], none["context"]) == (True, [], "")
+
+
+def test_index_path_folder_file_and_reindex(http: httpx.Client, tree: dict[str, Path]) -> None:
+    notes = tree["root"] / "notes"
+    report = http.post("/index", json={"path": str(notes), "collection": "lore"}).json()
+    assert report["ok"] is True
+    assert (report["files"], report["documents"], report["noop"]) == (2, 2, False)
+    assert report["file"] == os.path.realpath(notes)
+    again = http.post("/index", json={"path": str(notes), "collection": "lore"}).json()
+    assert (again["documents"], again["unchanged"], again["noop"]) == (0, 2, True)
+    hits = http.post("/query", json={"query": "Aelwen", "collection": "lore"}).json()["results"]
+    assert hits[0]["document_id"] == "lore.md"
+    one = http.post("/index", json={"path": str(tree["root"] / "links" / "ok.txt")}).json()
+    assert (one["files"], one["documents"]) == (1, 1)
+
+
+def test_delete_document(http: httpx.Client) -> None:
+    odd_id = "dir/sub doc?#%.md"
+    _add(http, [{"id": odd_id, "text": "ephemeral walrus text"}], "trash")
+    response = http.delete("/documents/dir/sub%20doc%3F%23%25.md", params={"collection": "trash"})
+    assert response.status_code == 200, response.text
+    assert response.json() == {"ok": True, "id": odd_id, "collection": "trash", "chunks": 1}
+    assert (
+        http.post("/query", json={"query": "walrus", "collection": "trash"}).json()["results"] == []
+    )
+    _error(http.delete("/documents/dir/sub%20doc%3F%23%25.md", params={"collection": "trash"}), 404)
+    _error(http.delete("/documents/anything", params={"collection": "no-such"}), 404, "not_found")
+
+
+def test_documents_paging(http: httpx.Client) -> None:
+    _add(http, [{"id": f"p{i:02d}", "text": f"page item {i}"} for i in range(7)], "pages")
+    first = http.get("/documents", params={"collection": "pages", "limit": 3}).json()
+    assert first["ok"] is True and first["total"] == 7
+    assert [d["id"] for d in first["documents"]] == ["p00", "p01", "p02"]
+    rest = http.get("/documents", params={"collection": "pages", "offset": 3, "limit": 10}).json()
+    assert [d["id"] for d in rest["documents"]] == [f"p{i:02d}" for i in range(3, 7)]
+    doc = rest["documents"][0]
+    assert {"collection", "source", "title", "metadata", "chunks", "indexed_at"} <= set(doc)
+    everything = http.get("/documents").json()
+    assert everything["total"] >= 7
+    _error(http.get("/documents", params={"collection": "no-such"}), 404, "not_found")
+    for bad in ({"limit": 0}, {"limit": 1001}, {"offset": -1}, {"limit": "many"}):
+        _error(http.get("/documents", params=bad), 422, "invalid_request")
+
+
+def test_stats(http: httpx.Client) -> None:
+    _add(http, [{"id": "s1", "text": "statistics are fun"}], "statsy")
+    stats = http.get("/stats").json()
+    assert stats["ok"] is True
+    assert stats["collections"]["statsy"]["documents"] == 1
+    assert stats["documents"] == sum(c["documents"] for c in stats["collections"].values())
+
+
+# -- paths outside the roots ---------------------------------------------------------------
+def test_path_escapes_are_forbidden(http: httpx.Client, tree: dict[str, Path]) -> None:
+    root = tree["root"]
+    attempts = [
+        str(tree["outside"] / "secret.txt"),  # plainly outside
+        str(root / ".." / "outside" / "secret.txt"),  # `..` escape
+        str(root / "filelink.txt"),  # symlinked file pointing outside
+        str(root / "dirlink"),  # symlinked folder pointing outside
+        str(root / "dirlink" / "secret.txt"),
+        str(root / "links"),  # a folder holding a symlink that points outside
+        "/etc/passwd",
+        str(tree["outside"] / "missing.txt"),  # missing AND outside: still 403, no existence leak
+    ]
+    for path in attempts:
+        _error(http.post("/index", json={"path": path}), 403, "forbidden")
+    hits = http.post("/query", json={"query": "swordfish passphrase"}).json()["results"]
+    assert hits == []
+
+
+def test_missing_path_under_root_is_404(http: httpx.Client, tree: dict[str, Path]) -> None:
+    _error(http.post("/index", json={"path": str(tree["root"] / "nope.md")}), 404, "not_found")
+
+
+def test_invalid_utf8_is_422_unless_lenient(http: httpx.Client, tree: dict[str, Path]) -> None:
+    path = str(tree["root"] / "bad")
+    _error(http.post("/index", json={"path": path, "collection": "bad"}), 422, "invalid_utf8")
+    ok = http.post("/index", json={"path": path, "collection": "bad", "lenient": True}).json()
+    assert ok["documents"] == 1
+
+
+# -- request errors ----------------------------------------------------------------------------
+def _post_raw(http: httpx.Client, path: str, raw: bytes, kind: str = "application/json"):
+    return http.post(path, content=raw, headers={"Content-Type": kind})
+
+
+def test_malformed_json_is_400(http: httpx.Client) -> None:
+    _error(_post_raw(http, "/query", b'{"query": "x",'), 400, "bad_json")
+    _error(_post_raw(http, "/index", b"not json at all"), 400, "bad_json")
+
+
+def test_non_json_body_is_415(http: httpx.Client) -> None:
+    raw = b'{"query": "x"}'
+    _error(_post_raw(http, "/query", raw, "application/x-www-form-urlencoded"), 415)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"query": "x", "top_k": -1},
+        {"query": "x", "top_k": 0},
+        {"query": "x", "top_k": 101},
+        {"query": "x", "top_k": "3"},
+        {"query": "x", "top_k": True},
+        {"query": "x", "top_k": 2.5},
+        {"query": 42},
+        {"top_k": 3},
+        {"query": "x", "topk": 3},
+        {"query": "x", "collection": ""},
+        {"query": "x", "collection": 7},
+        [1, 2, 3],
+    ],
+)
+def test_query_schema_violations_are_422(http: httpx.Client, body: object) -> None:
+    error = _error(http.post("/query", json=body), 422, "invalid_request")
+    assert error["details"]
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b"{}",  # neither path nor documents
+        b'{"path": "/x", "documents": []}',  # both
+        b'{"documents": [{"id": "", "text": "t"}]}',
+        b'{"documents": [{"id": "   ", "text": "t"}]}',
+        b'{"documents": [{"id": "\\u001c\\u00a0\\ufeff\\u2003", "text": "t"}]}',  # all blank
+        b'{"documents": [{"id": "a"}]}',
+        b'{"documents": [{"id": "a", "text": 5}]}',
+        b'{"documents": [{"id": "a", "text": "t", "metadata": []}]}',
+        b'{"documents": [{"id": "a", "text": "t", "metadata": {"n": NaN}}]}',
+        b'{"documents": [{"id": "a", "text": "t", "metadata": {"n": Infinity}}]}',
+        b'{"documents": [{"id": "a\\ud800", "text": "t"}]}',  # lone surrogate: unstorable
+        b'{"documents": [{"id": "a", "text": "t"}], "collection": "\\udfff"}',
+        b'{"documents": "nope"}',
+        b'{"path": 12}',
+    ],
+)
+def test_index_schema_violations_are_422(http: httpx.Client, raw: bytes) -> None:
+    _error(_post_raw(http, "/index", raw), 422, "invalid_request")
+
+
+def test_unknown_collection_is_404_when_others_exist(http: httpx.Client) -> None:
+    _add(http, [{"id": "c1", "text": "something"}], "exists")
+    error = _error(
+        http.post("/query", json={"query": "x", "collection": "does-not-exist"}), 404, "not_found"
+    )
+    assert "does-not-exist" in error["message"]
+
+
+def test_body_over_limit_is_413_declared(http: httpx.Client) -> None:
+    text = "a" * (MAX_BODY + 10)
+    response = http.post("/index", json={"documents": [{"id": "huge", "text": text}]})
+    _error(response, 413, "too_large")
+
+
+def test_body_over_limit_is_413_streamed(server: ServerProcess) -> None:
+    """A chunked body without Content-Length is counted as it arrives."""
+
+    def chunks():
+        for _ in range(40):
+            yield b"x" * 50_000  # 2 MB in all
+
+    with httpx.Client(base_url=server.url, timeout=30) as client:
+        response = client.post(
+            "/index", content=chunks(), headers={"Content-Type": "application/json"}
+        )
+    assert "content-length" not in response.request.headers
+    _error(response, 413, "too_large")
+
+
+def test_body_under_limit_streamed_is_accepted(http: httpx.Client) -> None:
+    payload = json.dumps({"documents": [{"id": "streamed", "text": "streamed otter " * 100}]})
+
+    def chunks():
+        data = payload.encode()
+        for i in range(0, len(data), 500):
+            yield data[i : i + 500]
+
+    response = http.post("/index", content=chunks(), headers={"Content-Type": "application/json"})
+    assert response.status_code == 200, response.text
+    assert response.json()["documents"] == 1
+
+
+def test_unknown_route_and_method(http: httpx.Client) -> None:
+    _error(http.get("/nowhere"), 404, "not_found")
+    _error(http.get("/query"), 405, "method_not_allowed")
+
+
+# -- concurrency ---------------------------------------------------------------------------------
+def test_queries_answered_while_large_index_runs(http: httpx.Client, tree: dict[str, Path]) -> None:
+    _add(http, [{"id": "steady", "text": "lighthouse keeper log"}], "busy")
+    result: dict = {}
+
+    def big_job() -> None:
+        with httpx.Client(base_url=str(http.base_url), timeout=120) as other:
+            result["response"] = other.post(
+                "/index", json={"path": str(tree["big"]), "collection": "busy"}
+            )
+
+    job = threading.Thread(target=big_job)
+    job.start()
+    time.sleep(0.2)  # let the job start
+    latencies, seen_big = [], set()
+    while job.is_alive():
+        start = time.perf_counter()
+        response = http.post(
+            "/query", json={"query": "lighthouse bigmarker5", "collection": "busy"}
+        )
+        latencies.append(time.perf_counter() - start)
+        assert response.status_code == 200, response.text
+        seen_big.update(r["document_id"] for r in response.json()["results"])
+    job.join()
+    print(f"{len(latencies)} queries during the job, max {max(latencies) * 1000:.0f} ms")
+    report = result["response"].json()
+    assert report["documents"] == BIG_FILES, report
+    assert len(latencies) >= 5, "queries did not get answered during the index job"
+    assert max(latencies) < 2.0, f"a query waited {max(latencies):.2f}s for the writer"
+    final = http.post(
+        "/query", json={"query": f"bigmarker{BIG_FILES - 1}", "collection": "busy"}
+    ).json()
+    assert final["results"][0]["document_id"] == f"doc{BIG_FILES - 1:04d}.txt"
+
+
+def test_concurrent_index_calls_do_not_corrupt(http: httpx.Client, server: ServerProcess) -> None:
+    """Overlapping writers: the final state matches a fresh read of the file, no duplicates."""
+    collection = "race"
+    n_docs = 300
+
+    def writer(version: int) -> None:
+        docs = [
+            {"id": f"r{i:03d}", "text": f"race token{i} version{version} " + "filler " * 30}
+            for i in range(n_docs)
+        ]
+        with httpx.Client(base_url=server.url, timeout=120) as other:
+            for start in range(0, n_docs, 50):
+                body = {"documents": docs[start : start + 50], "collection": collection}
+                response = other.post("/index", json=body)
+                assert response.status_code == 200, response.text
+
+    threads = [threading.Thread(target=writer, args=(v,)) for v in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    page = http.get("/documents", params={"collection": collection, "limit": 1000}).json()
+    assert page["total"] == n_docs
+    assert sorted(d["id"] for d in page["documents"]) == [f"r{i:03d}" for i in range(n_docs)]
+    assert all(d["chunks"] >= 1 for d in page["documents"])
+    with ragloom.Index(server.index_path, create=False) as fresh:
+        for i in (0, 17, 150, n_docs - 1):
+            served = http.post(
+                "/query", json={"query": f"token{i}", "top_k": 5, "collection": collection}
+            ).json()["results"]
+            direct = [h.to_dict() for h in fresh.search(f"token{i}", 5, collection)]
+            assert [r["chunk_id"] for r in served] == [r["chunk_id"] for r in direct]
+            assert [r["score"] for r in served] == pytest.approx([r["score"] for r in direct])
+            assert served[0]["document_id"] == f"r{i:03d}"
+    with sqlite3.connect(server.index_path) as conn:
+        assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
