@@ -241,3 +241,43 @@ def test_enrichers_add_chunk_metadata_and_change_the_hash(index: Index):
     assert index.search("calm")[0].metadata["loud"] is False
     assert index.add([Document("a", "QUIET NO MORE")], enrichers=[shouty]).unchanged == 1
     assert index.add([Document("a", "QUIET NO MORE")]).documents == 1  # enrichers changed
+
+
+@pytest.mark.parametrize(
+    ("doc", "message"),
+    [
+        (Document("bad\ud800id", "text"), "lone surrogate"),
+        (Document("x", "text \udfff"), "lone surrogate"),
+        (Document("x", "t", metadata={"score": float("nan")}), "plain JSON"),
+        (Document("x", "t", metadata={"score": float("inf")}), "plain JSON"),
+        (Document("x", "t", collection=" "), "blank"),
+    ],
+)
+def test_unstorable_documents_are_input_errors(index: Index, doc: Document, message: str):
+    index.add(docs())
+    with pytest.raises(InputError, match=message):
+        index.add([doc])
+    assert index.stats()["documents"] == 3
+
+
+def test_bad_collection_names_and_pages(index: Index):
+    with pytest.raises(InputError, match="collection name"):
+        index.add(docs(), collection="")
+    with pytest.raises(InputError, match="offset"):
+        index.documents(offset=2**64)
+    with pytest.raises(InputError, match="limit"):
+        index.documents(limit=-1)
+
+
+def test_searches_do_not_wait_for_a_write_batch(index: Index):
+    """data_version is read without the write lock: a search runs while a write is open."""
+    import threading
+
+    index.add(docs())
+    results = []
+    with index.store.write():  # hold the writer's lock and an open transaction
+        worker = threading.Thread(target=lambda: results.append(index.search("silver key")))
+        worker.start()
+        worker.join(timeout=5)
+        assert not worker.is_alive(), "the search waited for the write"
+    assert results[0][0].document_id == "mira"

@@ -178,3 +178,17 @@ def test_unreadable_file_is_a_clear_error(tmp_path: Path):
     folder = write(tmp_path / "looks_like.txt" / "inner.txt", "x").parent  # a folder, not a file
     with pytest.raises(InputError, match="cannot read .*looks_like.txt"):
         load_file(FoundFile(folder, tmp_path))
+
+
+def test_symlinks_leading_outside_the_folder_are_skipped(tmp_path: Path):
+    root = tmp_path / "root"
+    write(root / "inside.txt", "inside text about harbours")
+    secret = write(tmp_path / "secret.txt", "outside secret about harbours")
+    (root / "link.txt").symlink_to(secret)
+    (root / "alias.txt").symlink_to(root / "inside.txt")  # stays inside: fine
+    with Index(tmp_path / "i.db") as index, pytest.warns(UserWarning, match="outside"):
+        report = index.index_path(root)
+        assert [(Path(p).name, r) for p, r in report.skipped] == [
+            ("link.txt", "symlink to outside the folder")
+        ]
+        assert {d.doc_id for d in index.documents()} == {"inside.txt", "alias.txt"}

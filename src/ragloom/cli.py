@@ -80,6 +80,9 @@ collection_option = click.option(
 @click.pass_context
 def cli(ctx: click.Context, index_path: str, embedder: str) -> None:
     """ragloom: index your own files and search them, offline."""
+    from ragloom.embedding.resolve import check_spec
+
+    check_spec(embedder)
     ctx.ensure_object(dict)
     ctx.obj["index_path"] = index_path
     ctx.obj["embedder"] = embedder

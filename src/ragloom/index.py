@@ -126,22 +126,39 @@ def _embedding_text(title: str | None, text: str) -> str:
     return f"{title}\n{text}" if title else text
 
 
+def _storable(value: str, what: str) -> None:
+    """Text must encode as UTF-8: JSON allows lone surrogate escapes that SQLite cannot store."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InputError(f"{what} is not valid Unicode (it holds a lone surrogate)") from None
+
+
 def _check_document(doc: Any) -> Document:
     if not isinstance(doc, Document):
         raise InputError(f"expected a ragloom.Document, got {type(doc).__name__}")
     if not isinstance(doc.id, str) or not doc.id.strip():
         raise InputError("a document id must be a non-empty string")
+    _storable(doc.id, "a document id")
     if not isinstance(doc.text, str):
         raise InputError(f"document {doc.id!r}: text must be a string")
-    if doc.title is not None and not isinstance(doc.title, str):
-        raise InputError(f"document {doc.id!r}: title must be a string")
+    _storable(doc.text, f"document {doc.id!r}: text")
+    for field_name in ("title", "source", "collection"):
+        value = getattr(doc, field_name)
+        if value is not None and not isinstance(value, str):
+            raise InputError(f"document {doc.id!r}: {field_name} must be a string")
+        if value is not None:
+            _storable(value, f"document {doc.id!r}: {field_name}")
+    if doc.collection is not None and not doc.collection.strip():
+        raise InputError(f"document {doc.id!r}: collection must not be blank")
     if not isinstance(doc.metadata, dict):
         raise InputError(f"document {doc.id!r}: metadata must be a JSON object (dict)")
     try:
-        json.dumps(doc.metadata)
+        _storable(json.dumps(doc.metadata, allow_nan=False, ensure_ascii=False), "metadata")
     except (TypeError, ValueError) as exc:
         raise InputError(
-            f"document {doc.id!r}: metadata is not JSON-serialisable ({exc})"
+            f"document {doc.id!r}: metadata is not plain JSON ({exc})",
+            "use strings, finite numbers, booleans, null, lists and objects",
         ) from None
     return doc
 
@@ -373,6 +390,9 @@ class Index:
 
     def _writable(self, collection: str) -> _Collection:
         """A collection's state, created if new, refusing writes that would lack vectors."""
+        if not isinstance(collection, str) or not collection.strip():
+            raise InputError(f"a collection name must be a non-empty string, got {collection!r}")
+        _storable(collection, "a collection name")
         state = self._collection(collection, create=True)
         if state.config.embedding and state.embedder is None:
             raise EmbeddingMismatch(
@@ -872,6 +892,9 @@ class Index:
         self, collection: str | None = None, offset: int = 0, limit: int = 100
     ) -> list[StoredDocument]:
         """A page of stored documents."""
+        for name, value in (("offset", offset), ("limit", limit)):
+            if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2**63:
+                raise InputError(f"{name} must be a non-negative integer below 2**63")
         cid = None if collection is None else self._collection(collection).id
         return self.store.documents(cid, offset, limit)
 

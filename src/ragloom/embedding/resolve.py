@@ -12,6 +12,17 @@ SPEC_HELP = "use none, auto, local, openai:MODEL@BASE_URL or ollama:MODEL@BASE_U
 ENV_VAR = "RAGLOOM_EMBEDDER"
 
 
+def check_spec(spec: str) -> None:
+    """Fail early, without loading anything, on a spec `resolve_embedder` would refuse."""
+    spec = spec.strip()
+    if spec in ("auto", "none", "local"):
+        return
+    provider, _, rest = spec.partition(":")
+    model, _, base_url = rest.partition("@")
+    if not (provider in ("openai", "ollama") and model and base_url):
+        raise InputError(f"unknown embedder {spec!r}", SPEC_HELP)
+
+
 def resolve_embedder(spec: str | Embedder | None = "auto") -> Embedder | None:
     """`auto` (the default, or $RAGLOOM_EMBEDDER) is the local model when installed, else none."""
     if spec is None or isinstance(spec, Embedder):

@@ -20,10 +20,14 @@ MARKDOWN_SUFFIXES = (".md", ".markdown")
 
 @dataclass(frozen=True)
 class FoundFile:
-    """A file to index and the root its document id is relative to."""
+    """A file to index and the root its document id is relative to.
+
+    `skip` says why a found file must not be read (it is reported, not indexed).
+    """
 
     path: Path
     root: Path
+    skip: str | None = None
 
 
 @dataclass
@@ -66,6 +70,7 @@ def discover_files(
             if not _matches(path.name, exclude):
                 found.append(FoundFile(path, path.parent))
             continue
+        real_root = path.resolve()
         for dirpath, dirnames, filenames in os.walk(path):
             dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
             for name in sorted(filenames):
@@ -80,7 +85,10 @@ def discover_files(
                     continue
                 if exclude and _matches(rel, exclude):
                     continue
-                found.append(FoundFile(file, path))
+                outside = file.is_symlink() and not file.resolve().is_relative_to(real_root)
+                found.append(
+                    FoundFile(file, path, "symlink to outside the folder" if outside else None)
+                )
     return found
 
 
@@ -103,6 +111,8 @@ def load_file(
 
     JSONL files are streamed record by record; code files get their language as `type`.
     """
+    if file.skip:
+        return LoadedFile(file.path, skipped=file.skip)
     suffix = file.path.suffix.lower()
     try:
         if suffix == ".jsonl":

@@ -92,6 +92,7 @@ class SQLiteStore:
         elif self.path.is_dir():
             raise StoreError(f"{self.path} is a folder, not an index file", "pass a file path")
         self._write_lock = threading.RLock()
+        self._readers_lock = threading.Lock()
         self._local = threading.local()
         self._wconn = self._connect()
         self._init_schema()
@@ -114,7 +115,7 @@ class SQLiteStore:
             conn = self._connect()
             conn.execute("PRAGMA query_only=ON")
             self._local.conn = conn
-            with self._write_lock:
+            with self._readers_lock:  # not the write lock: a reader never waits for a writer
                 self._readers.append(conn)
         return conn
 
@@ -160,14 +161,20 @@ class SQLiteStore:
 
     def close(self) -> None:
         """Close every connection this store opened."""
-        with self._write_lock:
+        with self._write_lock, self._readers_lock:
             for conn in self._readers:
                 conn.close()
             self._readers.clear()
             self._wconn.close()
 
     def data_version(self) -> int:
-        """Changes whenever *another* connection commits (cheap change detection)."""
+        """Changes whenever *another* connection commits (cheap change detection).
+
+        Asked on the writer connection (its own commits must not count) but without the
+        write lock when SQLite is serialized, so a search never waits for a write batch.
+        """
+        if sqlite3.threadsafety == 3:
+            return int(self._wconn.execute("PRAGMA data_version").fetchone()[0])
         with self._write_lock:
             return int(self._wconn.execute("PRAGMA data_version").fetchone()[0])
 
