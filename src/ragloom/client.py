@@ -127,23 +127,35 @@ class Client:
             body["collection"] = collection
         return _report(self._call("POST", "/index", json=body))
 
-    def query(self, query: str, top_k: int = 3, collection: str | None = None) -> dict[str, Any]:
-        """The raw `/query` answer: `results` (dicts) and the joined `context`."""
-        body: dict[str, Any] = {"query": query, "top_k": top_k}
+    def query(
+        self, query: str, top_k: int = 3, collection: str | None = None, **controls: Any
+    ) -> dict[str, Any]:
+        """The raw `/query` answer: `results` (dicts) and the `context`.
+
+        `controls` are the request's other fields, as for `Index.search`: mode, fusion,
+        rrf_k, weights, filters, boosts, diversity, prefer, strict, explain, tokens,
+        and `collections` / `budget` for labelled multi-collection, token-budgeted context.
+        """
+        body: dict[str, Any] = {"query": query, "top_k": top_k, **controls}
         if collection is not None:
             body["collection"] = collection
         return self._call("POST", "/query", json=body)
 
-    def search(self, query: str, top_k: int = 3, collection: str | None = None) -> SearchResult:
+    def search(
+        self, query: str, top_k: int = 3, collection: str | None = None, **controls: Any
+    ) -> SearchResult:
         """Hits for `query`, best first, as the library's `Hit` objects (with mode, degraded)."""
-        answer = self.query(query, top_k, collection)
+        answer = self.query(query, top_k, collection, **controls)
         hits = [_hit(r) for r in answer["results"]]
         mode = answer.get("mode") or "lexical"
         return SearchResult(hits, mode, bool(answer.get("degraded")), answer.get("reason"))
 
-    def context(self, query: str, top_k: int = 3, collection: str | None = None) -> str:
-        """The best chunks joined with "\\n---\\n", ready for a prompt."""
-        return str(self.query(query, top_k, collection)["context"])
+    def context(
+        self, query: str, top_k: int = 3, collection: str | None = None, **controls: Any
+    ) -> str:
+        """The prompt block: chunks joined with "\\n---\\n", or with `budget` / `collections`
+        a numbered, cited context."""
+        return str(self.query(query, top_k, collection, **controls)["context"])
 
     def delete(self, doc_id: str, collection: str | None = None) -> int:
         """Delete a document; returns the number of chunks removed (`NotFound` if unknown)."""

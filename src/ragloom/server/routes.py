@@ -14,9 +14,10 @@ import anyio
 from fastapi import APIRouter, Query
 
 from ragloom import __version__
+from ragloom.context import PackedContext
 from ragloom.errors import NotFound, StoreError
 from ragloom.index import DEFAULT_COLLECTION, Index
-from ragloom.models import Document
+from ragloom.models import Document, SearchResult
 from ragloom.server import schemas
 from ragloom.server.holder import IndexHolder
 from ragloom.server.paths import confine
@@ -57,18 +58,32 @@ def _run_index(holder: IndexHolder, settings: ServerSettings, body: schemas.Inde
     index = holder.get()
     collection = body.collection or DEFAULT_COLLECTION
     file = None
+    if body.chunking is not None or body.title_weight is not None:
+        chunking = body.chunking.model_dump() if body.chunking is not None else None
+        index.configure(collection, chunking=chunking, title_weight=body.title_weight)
+    enrichers: list[Any] = []
+    if body.enrich is not None and body.enrich.novel is not None:
+        from ragloom.enrich.novel import novel_enrichers
+
+        novel = body.enrich.novel
+        enrichers = novel_enrichers(novel.characters, novel.importance_base)
     if body.path is not None:
         real = confine(body.path, settings.roots, body.include, body.exclude)
         file = str(real)
         report = index.index_path(
-            real, collection, include=body.include, exclude=body.exclude, lenient=body.lenient
+            real,
+            collection,
+            include=body.include,
+            exclude=body.exclude,
+            lenient=body.lenient,
+            enrichers=enrichers,
         )
     else:
         documents = [
             Document(id=d.id, text=d.text, title=d.title, source=d.source, metadata=d.metadata)
             for d in body.documents or ()
         ]
-        report = index.add(documents, collection=collection)
+        report = index.add(documents, collection=collection, enrichers=enrichers)
     return {
         "ok": True,
         "collection": collection,
@@ -79,21 +94,66 @@ def _run_index(holder: IndexHolder, settings: ServerSettings, body: schemas.Inde
 
 
 def _search(holder: IndexHolder, body: schemas.QueryRequest) -> dict[str, Any]:
+    """Run a /query: one collection or several, optionally packed into a cited context."""
     index = holder.get()
+    shared = {"explain": body.explain, "with_tokens": body.tokens}
+    if body.collections:
+        return _search_many(index, body, shared)
     collection = body.collection or DEFAULT_COLLECTION
     try:
-        hits = index.search(body.query, top_k=body.top_k, collection=collection)
+        hits = index.search(
+            body.query, top_k=body.top_k, collection=collection, **body.search_kwargs(), **shared
+        )
     except NotFound:
         if not _empty_index(index):
             raise
-        hits = []
-    results = [hit.to_dict() for hit in hits]
-    context = CONTEXT_SEPARATOR.join(r["chunk"] for r in results)
-    answer: dict[str, Any] = {"ok": True, "results": results, "context": context}
-    for key in ("mode", "degraded", "reason"):  # how the search went, when the library says
-        if hasattr(hits, key):
-            answer[key] = getattr(hits, key)
+        hits = SearchResult([], body.mode or "lexical")
+    answer: dict[str, Any] = {"ok": True, "results": [hit.to_dict() for hit in hits]}
+    if body.budget is not None:
+        answer.update(_packed(index.pack([(None, list(hits))], body.budget)))
+    else:
+        answer["context"] = CONTEXT_SEPARATOR.join(h.text for h in hits)
+    answer.update(mode=hits.mode, degraded=hits.degraded, reason=hits.reason)
     return answer
+
+
+def _search_many(
+    index: Index, body: schemas.QueryRequest, shared: dict[str, Any]
+) -> dict[str, Any]:
+    requests = [
+        {
+            "collection": c.collection,
+            "top_k": c.top_k,
+            "label": c.label,
+            **c.search_kwargs(),
+            **shared,
+        }
+        for c in body.collections or []
+    ]
+    result = index.search_many(body.query, requests)
+    sections = [(g.label, list(g.hits)) for g in result.groups]
+    return {
+        "ok": True,
+        "results": [hit.to_dict() for hit in result.merged],
+        "groups": [
+            {
+                "collection": g.collection,
+                "label": g.label,
+                "mode": g.hits.mode,
+                "degraded": g.hits.degraded,
+                "reason": g.hits.reason,
+                "results": [hit.to_dict() for hit in g.hits],
+            }
+            for g in result.groups
+        ],
+        **_packed(index.pack(sections, body.budget)),
+        "degraded": result.degraded,
+    }
+
+
+def _packed(packed: PackedContext) -> dict[str, Any]:
+    data = packed.to_dict()
+    return {"context": data["text"], "context_tokens": data["tokens"], "passages": data["passages"]}
 
 
 def build_router(holder: IndexHolder, settings: ServerSettings, worker: BatchWorker) -> APIRouter:

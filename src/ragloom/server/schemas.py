@@ -94,6 +94,27 @@ def _integral(value: Any) -> Any:
     return value
 
 
+class ChunkingIn(_Strict):
+    """Chunking of the collection (applies to documents indexed from now on)."""
+
+    max_chars: int = Field(400, ge=0, le=1_000_000, description="0: each document whole.")
+    overlap: int = Field(80, ge=0, le=1_000_000)
+    min_chars: int = Field(20, ge=0, le=1_000_000)
+
+
+class NovelEnrichIn(_Strict):
+    """The novel-writing enrichers: characters, scene type, tone, importance, key events."""
+
+    characters: list[Annotated[str, Field(min_length=1, max_length=200)]] = Field(
+        default_factory=list, max_length=1000
+    )
+    importance_base: int = Field(4, ge=1, le=10)
+
+
+class EnrichIn(_Strict):
+    novel: NovelEnrichIn | None = None
+
+
 class IndexRequest(_Strict):
     """`POST /index`: either a `path` under a configured root or inline `documents`."""
 
@@ -113,6 +134,11 @@ class IndexRequest(_Strict):
     include: list[Text] = Field(default_factory=list, description="Globs of files to take.")
     exclude: list[Text] = Field(default_factory=list, description="Globs of files to skip.")
     lenient: bool = Field(False, description="Replace invalid UTF-8, skip bad JSONL lines.")
+    chunking: ChunkingIn | None = Field(None, description="Set the collection's chunking first.")
+    title_weight: int | None = Field(
+        None, ge=0, le=10, description="Count each title's terms this often in its chunks."
+    )
+    enrich: EnrichIn | None = Field(None, description="Enrichers adding chunk metadata.")
 
     @model_validator(mode="after")
     def _one_source(self) -> IndexRequest:
@@ -121,7 +147,88 @@ class IndexRequest(_Strict):
         return self
 
 
-class QueryRequest(_Strict):
+Filter = Annotated[
+    dict[str, Any],
+    AfterValidator(_json_value),
+    Field(description='Metadata filter, e.g. {"chapter_num": {"$gte": 9}} (see docs).'),
+]
+
+
+class BoostIn(_Strict):
+    """Multiply the score of hits whose metadata matches `when` by `factor`."""
+
+    when: Filter
+    factor: float = Field(gt=0, allow_inf_nan=False)
+    label: Annotated[str, Field(max_length=200)] | None = None
+
+
+class MMRIn(_Strict):
+    lambda_: float = Field(0.7, ge=0, le=1, alias="lambda")
+
+
+class DiversityIn(_Strict):
+    """At most N hits per metadata value, and/or maximal marginal relevance."""
+
+    max_per: dict[Annotated[str, Field(min_length=1)], Annotated[int, Field(ge=1)]] = Field(
+        default_factory=dict
+    )
+    mmr: MMRIn | None = None
+
+
+class SearchControls(_Strict):
+    """How one search runs: legs, fusion, filters, boosts, diversity (see docs/controls.md)."""
+
+    mode: Literal["lexical", "dense", "hybrid"] | None = Field(
+        None, description="Default: hybrid when the collection has vectors, else lexical."
+    )
+    fusion: Literal["rrf", "weighted"] = "rrf"
+    rrf_k: float = Field(60.0, ge=0, le=10_000, allow_inf_nan=False)
+    weights: dict[Literal["lexical", "dense", "metadata"], Annotated[float, Field(ge=0)]] = Field(
+        default_factory=dict
+    )
+    normalization: Literal["minmax", "zscore"] = "minmax"
+    candidates: Annotated[int, BeforeValidator(_integral)] = Field(40, ge=1, le=1000)
+    min_dense_similarity: float = Field(0.45, ge=-1, le=1)
+    min_score: float | None = Field(None, allow_inf_nan=False)
+    filters: Filter | None = None
+    boosts: list[BoostIn] = Field(default_factory=list, max_length=50)
+    diversity: DiversityIn | None = None
+    prefer: list[Filter] = Field(default_factory=list, max_length=50)
+    strict: bool = Field(False, description="Fail (502/503) instead of answering from BM25.")
+
+    def search_kwargs(self) -> dict[str, Any]:
+        """Keywords for `Index.search`."""
+        diversity = None
+        if self.diversity is not None:
+            diversity = {"max_per": dict(self.diversity.max_per)}
+            if self.diversity.mmr is not None:
+                diversity["mmr"] = {"lambda": self.diversity.mmr.lambda_}
+        return {
+            "mode": self.mode,
+            "fusion": self.fusion,
+            "rrf_k": self.rrf_k,
+            "weights": dict(self.weights),
+            "normalization": self.normalization,
+            "candidates": self.candidates,
+            "min_dense_similarity": self.min_dense_similarity,
+            "min_score": self.min_score,
+            "filters": self.filters,
+            "boosts": [b.model_dump(exclude_none=True) for b in self.boosts],
+            "diversity": diversity,
+            "prefer": list(self.prefer),
+            "strict": self.strict,
+        }
+
+
+class CollectionRequest(SearchControls):
+    """One collection of a multi-collection query, with its own top_k, label and controls."""
+
+    collection: Name
+    top_k: Annotated[int, BeforeValidator(_integral)] = Field(DEFAULT_TOP_K, ge=1, le=MAX_TOP_K)
+    label: Annotated[str, Field(max_length=200), AfterValidator(_encodable)] | None = None
+
+
+class QueryRequest(SearchControls):
     """`POST /query`."""
 
     query: Annotated[str, Field(max_length=10_000), AfterValidator(_encodable)]
@@ -134,6 +241,21 @@ class QueryRequest(_Strict):
         " an unknown collection is a 404, except while the index is still empty (no collection"
         " at all): then the answer is ok with no results.",
     )
+    collections: list[CollectionRequest] | None = Field(
+        None,
+        min_length=1,
+        max_length=16,
+        description="Search several collections at once (each its own top_k, label, controls);"
+        " the answer has `groups` and `results` merged by rank.",
+    )
+    budget: int | None = Field(
+        None,
+        ge=1,
+        le=1_000_000,
+        description="Token budget: `context` becomes a numbered, cited block within it.",
+    )
+    explain: bool = Field(False, description="Attach each stage's contribution to every hit.")
+    tokens: bool = Field(False, description="Report each hit's size in tokens.")
 
 
 class ErrorBody(BaseModel):
@@ -184,12 +306,42 @@ class QueryHit(BaseModel):
     dense_score: float | None = None
     fused_score: float | None = None
     tokens: int | None = Field(None, description="Size of the chunk in tokens, for budgeting.")
+    explain: dict[str, Any] | None = None
+
+
+class QueryGroup(BaseModel):
+    collection: str
+    label: str | None
+    mode: str
+    degraded: bool
+    reason: str | None
+    results: list[QueryHit]
+
+
+class Passage(BaseModel):
+    number: int
+    collection: str
+    document_id: str
+    source: str | None
+    title: str | None
+    label: str | None
+    start: int
+    end: int
+    chunk_ids: list[str]
+    tokens: int
+    truncated: bool
 
 
 class QueryResponse(BaseModel):
     ok: Literal[True] = True
     results: list[QueryHit]
-    context: str = Field(description='Chunk texts joined with "\\n---\\n", ready for a prompt.')
+    context: str = Field(
+        description='Chunk texts joined with "\\n---\\n", ready for a prompt; with `budget` or'
+        " `collections`, a numbered, cited block with a grounding instruction."
+    )
+    context_tokens: int | None = Field(None, description="Tokens in `context` (packed only).")
+    passages: list[Passage] | None = None
+    groups: list[QueryGroup] | None = None
     mode: str | None = Field(None, description="lexical, dense or hybrid")
     degraded: bool | None = Field(None, description="True when a leg failed (e.g. embedding)")
     reason: str | None = None
