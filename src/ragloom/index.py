@@ -128,6 +128,8 @@ def _embedding_text(title: str | None, text: str) -> str:
 
 def _storable(value: str, what: str) -> None:
     """Text must encode as UTF-8: JSON allows lone surrogate escapes that SQLite cannot store."""
+    if value.isascii():
+        return
     try:
         value.encode("utf-8")
     except UnicodeEncodeError:
@@ -447,8 +449,10 @@ class Index:
                 postings = iter(count_postings(term_lists, self._vocab))
                 new_documents = []
                 for prep in prepared:
-                    old = self.store.remove_document(conn, state.id, prep.document.id)
-                    removed_rows.extend(r for r, _ in old or [])
+                    # a new id needs no delete, unless another process wrote meanwhile
+                    if stale or prep.document.id in stored:
+                        old = self.store.remove_document(conn, state.id, prep.document.id)
+                        removed_rows.extend(r for r, _ in old or [])
                     chunks = [
                         NewChunk(n, span.text, span.start, span.end, span.metadata, next(postings))
                         for n, (span, _) in enumerate(prep.chunks)
