@@ -47,7 +47,7 @@ def cached_index(folder: Path, cache: Path, embedder: LocalEmbedder) -> tuple[In
     """The collection's index from the cache folder, built (and timed) if missing."""
     dataset = load_beir(folder)
     cache.mkdir(parents=True, exist_ok=True)
-    index = Index(cache / f"{folder.name}.db", embedder=embedder)
+    index = Index(cache / f"{folder.name}-{embedder.name}.db", embedder=embedder)
     if EVAL_COLLECTION in index.collections():
         stats = index.stats()["collections"][EVAL_COLLECTION]
         if stats["vectors"] == stats["chunks"] > 0:

@@ -231,21 +231,25 @@ class SQLiteStore:
         ).fetchall()
 
     # -- documents --------------------------------------------------------------------
+    def _pairs_in(self, sql: str, first: Any, keys: Sequence[Any]) -> dict[Any, Any]:
+        """Run `sql` (two columns; `?` for `first`, `{marks}` for keys) over keys in slices
+        that stay under SQLite's parameter limit; the rows as a dict."""
+        out: dict[Any, Any] = {}
+        conn = self._reader()
+        for i in range(0, len(keys), 500):
+            part = list(keys[i : i + 500])
+            marks = ",".join("?" * len(part))
+            out.update(conn.execute(sql.format(marks=marks), (first, *part)).fetchall())
+        return out
+
     def content_hashes(self, collection_id: int, doc_ids: Sequence[str]) -> dict[str, str]:
         """Stored content hash of each of `doc_ids` that exists."""
-        out: dict[str, str] = {}
-        conn = self._reader()
-        for i in range(0, len(doc_ids), 500):
-            part = list(doc_ids[i : i + 500])
-            marks = ",".join("?" * len(part))
-            out.update(
-                conn.execute(
-                    f"SELECT doc_id, content_hash FROM documents "
-                    f"WHERE collection_id=? AND doc_id IN ({marks})",
-                    (collection_id, *part),
-                ).fetchall()
-            )
-        return out
+        return self._pairs_in(
+            "SELECT doc_id, content_hash FROM documents"
+            " WHERE collection_id = ? AND doc_id IN ({marks})",
+            collection_id,
+            doc_ids,
+        )
 
     @staticmethod
     def remove_document(
@@ -390,19 +394,12 @@ class SQLiteStore:
 
     def cached_vectors(self, model: str, hashes: Sequence[bytes]) -> dict[bytes, bytes]:
         """Vectors already computed by `model` for texts with these hashes."""
-        out: dict[bytes, bytes] = {}
-        conn = self._reader()
-        for i in range(0, len(hashes), 500):
-            part = list(hashes[i : i + 500])
-            marks = ",".join("?" * len(part))
-            out.update(
-                conn.execute(
-                    f"SELECT text_hash, vector FROM embedding_cache WHERE model = ?"
-                    f" AND text_hash IN ({marks})",
-                    (model, *part),
-                ).fetchall()
-            )
-        return out
+        return self._pairs_in(
+            "SELECT text_hash, vector FROM embedding_cache"
+            " WHERE model = ? AND text_hash IN ({marks})",
+            model,
+            hashes,
+        )
 
     @staticmethod
     def insert_vectors(
