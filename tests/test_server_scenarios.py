@@ -175,7 +175,6 @@ def test_novel_memory(http: httpx.Client):
         {"budget": 0},
         {"collections": [{"top_k": 2}]},
         {"collections": []},
-        {"weights": {"metadata": 0.2}, "fusion": "weighted"},  # no prefer rules to score
         {"top_k": -1},
     ],
 )
@@ -228,3 +227,15 @@ def test_client_passes_controls(http: httpx.Client):
         assert hits and hits[0].explain["legs"]["lexical"]["rank"] == 1
         packed = client.context("bell", collection="world", budget=200)
         assert packed.startswith("Answer using only the numbered passages")
+
+
+def test_dense_request_on_a_lexical_collection_is_409(tmp_path: Path):
+    env = {**os.environ, "RAGLOOM_EMBEDDER": "none"}
+    with (
+        ServerProcess(tmp_path / "lex.db", env=env) as server,
+        httpx.Client(base_url=server.url, timeout=60) as client,
+    ):
+        post(client, "/index", {"documents": [{"id": "a", "text": "a lantern"}]})
+        for body in ({"mode": "dense"}, {"diversity": {"mmr": {"lambda": 0.5}}}):
+            answer = post(client, "/query", {"query": "lantern", **body}, 409)
+            assert answer["error"]["code"] == "needs_vectors"

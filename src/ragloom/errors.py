@@ -95,3 +95,9 @@ class ModelUnavailable(EmbeddingError):
     """The local model's runtime or weights are not installed."""
 
     code = "model_unavailable"
+
+
+class NeedsVectors(InputError):
+    """A dense or diversity request on a collection that holds no vectors (a state conflict)."""
+
+    code = "needs_vectors"

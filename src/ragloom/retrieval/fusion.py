@@ -133,9 +133,7 @@ def fuse(
     metadata_scores: Callable[[int], float] | None = None,
 ) -> list[Candidate]:
     """Dispatch to a fusion method by name."""
-    if method == "rrf":
-        if weights and weights.get(METADATA):
-            raise InputError("a metadata weight needs fusion='weighted'")
+    if method == "rrf":  # ranks only: a metadata weight applies to weighted fusion
         return reciprocal_rank_fusion(legs, rrf_k, weights)
     if method == "weighted":
         return weighted_fusion(legs, weights, normalization, metadata_scores)

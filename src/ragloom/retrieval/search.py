@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from ragloom.errors import EmbeddingError, InputError
+from ragloom.errors import EmbeddingError, InputError, NeedsVectors
 from ragloom.lexical import BM25Params
 from ragloom.retrieval import controls, fusion, pipeline
 from ragloom.retrieval.controls import BoostRule, MetadataOf
@@ -85,8 +85,6 @@ class SearchOptions:
         if not isinstance(self.prefer, Sequence) or isinstance(self.prefer, (str, bytes)):
             raise InputError("prefer must be a list of filters")
         object.__setattr__(self, "preferences", tuple(compile_filter(f) for f in self.prefer))
-        if self.weights.get("metadata") and not self.preferences:
-            raise InputError("a metadata weight needs `prefer` rules to score metadata")
         caps, mmr = parse_diversity(self.diversity)
         object.__setattr__(self, "caps", caps)
         object.__setattr__(self, "mmr_lambda", mmr)
@@ -148,9 +146,9 @@ def rank(
     """
     mode = options.mode or ("hybrid" if dense is not None else "lexical")
     if mode != "lexical" and dense is None:
-        raise InputError(
+        raise NeedsVectors(
             f"{mode} search needs vectors, and this collection has none",
-            "index it with an embedding model, or use mode='lexical'",
+            "index it with an embedding model (ragloom reembed), or use mode='lexical'",
         )
     deep = mode == "hybrid" or options.reorders
     depth = max(options.candidates, options.top_k) if deep else options.top_k
@@ -211,7 +209,10 @@ def _refine(
         candidates = controls.cap_per_key(candidates, options.caps, metadata_of)  # type: ignore[arg-type]
     if options.mmr_lambda is not None:
         if vectors_of is None:
-            raise InputError("MMR diversity needs vectors", "index the collection with a model")
+            raise NeedsVectors(
+                "MMR diversity needs vectors, and this collection has none",
+                "index it with an embedding model (ragloom reembed), or drop mmr",
+            )
         pool = candidates[: max(options.candidates, options.top_k)]
         vectors = vectors_of([c.row_id for c in pool])
         return controls.maximal_marginal_relevance(pool, vectors, options.top_k, options.mmr_lambda)

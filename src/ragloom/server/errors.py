@@ -60,6 +60,7 @@ STATUS_BY_CODE: dict[str, int] = {
     "invalid_utf8": 422,
     "bad_record": 422,
     "embedding_mismatch": 409,
+    "needs_vectors": 409,
     "internal": 500,
     "embedding_error": 502,
     "embed_failed": 502,

@@ -42,7 +42,12 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
 
 
 def _errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
-    extra = {404: "Unknown document or collection", 403: "Path outside the allowed roots"}
+    extra = {
+        404: "Unknown document or collection",
+        403: "Path outside the allowed roots",
+        409: "The collection cannot serve this (no vectors, or another model's vectors)",
+        502: "The embedding service answered badly (embed_failed)",
+    }
     out = dict(_ERRORS)
     for status in statuses:
         out[status] = {"model": schemas.ErrorResponse, "description": extra[status]}
@@ -161,7 +166,9 @@ def build_router(holder: IndexHolder, settings: ServerSettings, worker: BatchWor
     router = APIRouter()
     limiter: list[anyio.CapacityLimiter] = []
 
-    @router.post("/index", response_model=schemas.IndexResponse, responses=_errors(403, 404))
+    @router.post(
+        "/index", response_model=schemas.IndexResponse, responses=_errors(403, 404, 409, 502)
+    )
     async def index_documents(body: schemas.IndexRequest) -> JSONResponse:
         """Index a file or folder under a configured root, or inline documents."""
         if not limiter:
@@ -169,7 +176,7 @@ def build_router(holder: IndexHolder, settings: ServerSettings, worker: BatchWor
         job = partial(_run_index, holder, settings, body)
         return JSONResponse(await anyio.to_thread.run_sync(job, limiter=limiter[0]))
 
-    @router.post("/query", response_model=schemas.QueryResponse, responses=_errors(404))
+    @router.post("/query", response_model=schemas.QueryResponse, responses=_errors(404, 409, 502))
     async def query(body: schemas.QueryRequest) -> JSONResponse:
         """The best chunks for a query, plus them joined as a ready-to-paste context.
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from typing import Annotated, Any, Literal
 
+from annotated_types import Interval
 from pydantic import (
     AfterValidator,
     BaseModel,
@@ -94,12 +95,15 @@ def _integral(value: Any) -> Any:
     return value
 
 
+Int = Annotated[int, BeforeValidator(_integral)]  # JSON Schema counts 2.0 as an integer
+
+
 class ChunkingIn(_Strict):
     """Chunking of the collection (applies to documents indexed from now on)."""
 
-    max_chars: int = Field(400, ge=0, le=1_000_000, description="0: each document whole.")
-    overlap: int = Field(80, ge=0, le=1_000_000)
-    min_chars: int = Field(20, ge=0, le=1_000_000)
+    max_chars: Int = Field(400, ge=0, le=1_000_000, description="0: each document whole.")
+    overlap: Int = Field(80, ge=0, le=1_000_000)
+    min_chars: Int = Field(20, ge=0, le=1_000_000)
 
 
 class NovelEnrichIn(_Strict):
@@ -108,7 +112,7 @@ class NovelEnrichIn(_Strict):
     characters: list[Annotated[str, Field(min_length=1, max_length=200)]] = Field(
         default_factory=list, max_length=1000
     )
-    importance_base: int = Field(4, ge=1, le=10)
+    importance_base: Int = Field(4, ge=1, le=10)
 
 
 class EnrichIn(_Strict):
@@ -135,8 +139,8 @@ class IndexRequest(_Strict):
     exclude: list[Text] = Field(default_factory=list, description="Globs of files to skip.")
     lenient: bool = Field(False, description="Replace invalid UTF-8, skip bad JSONL lines.")
     chunking: ChunkingIn | None = Field(None, description="Set the collection's chunking first.")
-    title_weight: int | None = Field(
-        None, ge=0, le=10, description="Count each title's terms this often in its chunks."
+    title_weight: Annotated[int, Interval(ge=0, le=10), BeforeValidator(_integral)] | None = Field(
+        None, description="Count each title's terms this often in its chunks."
     )
     enrich: EnrichIn | None = Field(None, description="Enrichers adding chunk metadata.")
 
@@ -169,9 +173,10 @@ class MMRIn(_Strict):
 class DiversityIn(_Strict):
     """At most N hits per metadata value, and/or maximal marginal relevance."""
 
-    max_per: dict[Annotated[str, Field(min_length=1)], Annotated[int, Field(ge=1)]] = Field(
-        default_factory=dict
-    )
+    max_per: dict[
+        Annotated[str, Field(min_length=1)],
+        Annotated[int, Interval(ge=1), BeforeValidator(_integral)],
+    ] = Field(default_factory=dict)
     mmr: MMRIn | None = None
 
 
@@ -248,11 +253,8 @@ class QueryRequest(SearchControls):
         description="Search several collections at once (each its own top_k, label, controls);"
         " the answer has `groups` and `results` merged by rank.",
     )
-    budget: int | None = Field(
-        None,
-        ge=1,
-        le=1_000_000,
-        description="Token budget: `context` becomes a numbered, cited block within it.",
+    budget: Annotated[int, Interval(ge=1, le=1_000_000), BeforeValidator(_integral)] | None = Field(
+        None, description="Token budget: `context` becomes a numbered, cited block within it."
     )
     explain: bool = Field(False, description="Attach each stage's contribution to every hit.")
     tokens: bool = Field(False, description="Report each hit's size in tokens.")
