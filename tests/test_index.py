@@ -281,3 +281,8 @@ def test_searches_do_not_wait_for_a_write_batch(index: Index):
         worker.join(timeout=5)
         assert not worker.is_alive(), "the search waited for the write"
     assert results[0][0].document_id == "mira"
+
+
+def test_unknown_collection_settings_are_errors(index: Index):
+    with pytest.raises(InputError, match="unknown collection setting.*chunk_size"):
+        index.configure(chunk_size=600)

@@ -329,6 +329,12 @@ class Index:
         """
         self._refresh_if_changed()
         base = CollectionConfig()
+        unknown = set(changes) - set(base.to_dict()) - {"embedding"}
+        if unknown:
+            raise InputError(
+                f"unknown collection setting(s): {', '.join(sorted(unknown))}",
+                f"known: {', '.join(sorted(base.to_dict()))}",
+            )
         known = self.store.collections()
         if collection in known:
             base = CollectionConfig.from_dict(known[collection][1])

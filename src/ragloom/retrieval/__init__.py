@@ -1,13 +1,13 @@
 """The retrieval pipeline: legs produce candidates, small stages refine them into hits."""
 
 from ragloom.retrieval.fusion import fuse, reciprocal_rank_fusion, weighted_fusion
-from ragloom.retrieval.pipeline import Candidate, hydrate, lexical_candidates, top_k
+from ragloom.retrieval.pipeline import Candidate, hydrate, leg_candidates, top_k
 
 __all__ = [
     "Candidate",
     "fuse",
     "hydrate",
-    "lexical_candidates",
+    "leg_candidates",
     "reciprocal_rank_fusion",
     "top_k",
     "weighted_fusion",

@@ -51,11 +51,6 @@ def leg_candidates(
     return out
 
 
-def lexical_candidates(row_ids: np.ndarray, scores: np.ndarray) -> list[Candidate]:
-    """The BM25 leg's output as candidates."""
-    return leg_candidates(LEXICAL, row_ids, scores)
-
-
 def drop_weak_dense_only(candidates: Sequence[Candidate], min_similarity: float) -> list[Candidate]:
     """Drop hits found only by the dense leg whose cosine is below `min_similarity`."""
     return [
