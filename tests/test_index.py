@@ -286,3 +286,41 @@ def test_searches_do_not_wait_for_a_write_batch(index: Index):
 def test_unknown_collection_settings_are_errors(index: Index):
     with pytest.raises(InputError, match="unknown collection setting.*chunk_size"):
         index.configure(chunk_size=600)
+
+
+def test_concurrent_writers_in_one_process_keep_memory_equal_to_the_file(tmp_path: Path):
+    """Threads writing overlapping ids: the in-memory index must match a fresh open."""
+    import threading
+
+    path = tmp_path / "race.db"
+    failures: list[BaseException] = []
+    with Index(path) as index:
+        index.add([Document("seed", "seed text")])
+
+        def writer(version: int) -> None:
+            try:
+                for start in range(0, 120, 10):
+                    index.add(
+                        [
+                            Document(f"d{i}", f"lantern {i} version {version} " + "word " * 20)
+                            for i in range(start, start + 10)
+                        ]
+                    )
+                    if start % 30 == 0:
+                        index.delete(f"d{start}")
+            except BaseException as exc:  # noqa: BLE001 - reported below, in the main thread
+                failures.append(exc)
+
+        threads = [threading.Thread(target=writer, args=(v,)) for v in range(3)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert [f for f in failures if not isinstance(f, NotFound)] == []
+        live = {
+            q: [(h.chunk_id, h.score) for h in index.search(q, top_k=200)]
+            for q in ("lantern version", "lantern 7", "seed")
+        }
+    with Index(path) as fresh:
+        again = {q: [(h.chunk_id, h.score) for h in fresh.search(q, top_k=200)] for q in live}
+    assert live == again

@@ -234,7 +234,13 @@ class Index:
                 self._collections.clear()
 
     def _collection(self, name: str, create: bool = False) -> _Collection:
-        with self._lock:
+        """A collection's in-memory state, loaded on first use (and created if `create`)."""
+        state = self._collections.get(name)
+        if state is not None:
+            return state
+        # Loading may write (a new collection, a model's config): lock in the writers' order,
+        # the store's write lock before the index's, so the two can never deadlock.
+        with self.store.write_lock, self._lock:
             state = self._collections.get(name)
             if state is not None:
                 return state
@@ -317,6 +323,13 @@ class Index:
         state.dense = DenseIndex(embedder.dimension)
         state.embedder = embedder
         return state
+
+    def warm(self) -> None:
+        """Load every collection's postings, vectors and model now (a server's first query
+        would otherwise pay for it: about a second on SciFact)."""
+        self._refresh_if_changed()
+        for name in self.store.collections():
+            self._collection(name)
 
     def collections(self) -> list[str]:
         """Names of the collections in this index."""
@@ -448,49 +461,57 @@ class Index:
         term_lists = [terms for prep in prepared for _, terms in prep.chunks]
         vectors = self._embed_chunks(state, prepared)
         removed_rows: list[int] = []
-        with self.store.write() as conn:
-            stale = self.store.data_version() != self._seen_version
-            new_terms = self._assign_term_ids(term_lists, conn)
-            try:
-                postings = iter(count_postings(term_lists, self._vocab))
-                new_documents = []
-                for prep in prepared:
-                    # a new id needs no delete, unless another process wrote meanwhile
-                    if stale or prep.document.id in stored:
-                        old = self.store.remove_document(conn, state.id, prep.document.id)
-                        removed_rows.extend(r for r, _ in old or [])
-                    chunks = [
-                        NewChunk(n, span.text, span.start, span.end, span.metadata, next(postings))
-                        for n, (span, _) in enumerate(prep.chunks)
-                    ]
-                    new_documents.append(NewDocument(prep.document, prep.content_hash, chunks))
-                added_rows = self.store.insert_documents(conn, state.id, new_documents)
-                if vectors is not None:
-                    hashes, matrix = vectors
-                    blobs = [v.tobytes() for v in matrix]
-                    self.store.insert_vectors(conn, state.embedder.name, added_rows, hashes, blobs)  # type: ignore[union-attr]
-            except BaseException:
-                self._forget_terms(new_terms)
-                raise
-        report.documents += len(prepared)
-        report.chunks += len(added_rows)
-        with self._lock:
-            if stale:
-                self._seen_version = self.store.data_version()
-                self._collections.clear()
-                return
-            state.lexical.remove(removed_rows)
-            state.lexical.add(added_rows, [c.postings for d in new_documents for c in d.chunks])
-            state.forget(removed_rows)
-            if state.metadata is not None:
-                merged = (
-                    {**d.document.metadata, **c.metadata} for d in new_documents for c in d.chunks
-                )
-                state.metadata.update(zip(added_rows, merged))
-            if state.dense is not None:
-                state.dense.remove(removed_rows)
-                if vectors is not None:
-                    state.dense.add(added_rows, vectors[1])
+        with self.store.write_lock:  # commit and in-memory update in the same order
+            with self.store.write() as conn:
+                stale = self.store.data_version() != self._seen_version
+                new_terms = self._assign_term_ids(term_lists, conn)
+                try:
+                    postings = iter(count_postings(term_lists, self._vocab))
+                    existing = self.store.existing_ids(
+                        conn, state.id, [prep.document.id for prep in prepared]
+                    )
+                    new_documents = []
+                    for prep in prepared:
+                        if prep.document.id in existing:  # a new id needs no delete
+                            old = self.store.remove_document(conn, state.id, prep.document.id)
+                            removed_rows.extend(r for r, _ in old or [])
+                        chunks = [
+                            NewChunk(
+                                n, span.text, span.start, span.end, span.metadata, next(postings)
+                            )
+                            for n, (span, _) in enumerate(prep.chunks)
+                        ]
+                        new_documents.append(NewDocument(prep.document, prep.content_hash, chunks))
+                    added_rows = self.store.insert_documents(conn, state.id, new_documents)
+                    if vectors is not None:
+                        hashes, matrix = vectors
+                        blobs = [v.tobytes() for v in matrix]
+                        model = state.embedder.name  # type: ignore[union-attr]
+                        self.store.insert_vectors(conn, model, added_rows, hashes, blobs)
+                except BaseException:
+                    self._forget_terms(new_terms)
+                    raise
+            report.documents += len(prepared)
+            report.chunks += len(added_rows)
+            with self._lock:
+                if stale:
+                    self._seen_version = self.store.data_version()
+                    self._collections.clear()
+                    return
+                state.lexical.remove(removed_rows)
+                state.lexical.add(added_rows, [c.postings for d in new_documents for c in d.chunks])
+                state.forget(removed_rows)
+                if state.metadata is not None:
+                    merged = (
+                        {**d.document.metadata, **c.metadata}
+                        for d in new_documents
+                        for c in d.chunks
+                    )
+                    state.metadata.update(zip(added_rows, merged))
+                if state.dense is not None:
+                    state.dense.remove(removed_rows)
+                    if vectors is not None:
+                        state.dense.add(added_rows, vectors[1])
 
     def _embed_chunks(
         self, state: _Collection, prepared: list[_Prepared]
@@ -588,19 +609,20 @@ class Index:
         """Remove a document and every trace of it; returns the number of chunks removed."""
         self._refresh_if_changed()
         state = self._collection(collection)
-        with self.store.write() as conn:
-            removed = self.store.remove_document(conn, state.id, doc_id)
-        if removed is None:
-            raise NotFound(
-                f"no document {doc_id!r} in collection {collection!r}",
-                "list documents with `ragloom stats --documents`",
-            )
-        rows = [r for r, _ in removed]
-        with self._lock:
-            state.lexical.remove(rows)
-            state.forget(rows)
-            if state.dense is not None:
-                state.dense.remove(rows)
+        with self.store.write_lock:  # commit and in-memory update in the same order
+            with self.store.write() as conn:
+                removed = self.store.remove_document(conn, state.id, doc_id)
+            if removed is None:
+                raise NotFound(
+                    f"no document {doc_id!r} in collection {collection!r}",
+                    "list documents with `ragloom stats --documents`",
+                )
+            rows = [r for r, _ in removed]
+            with self._lock:
+                state.lexical.remove(rows)
+                state.forget(rows)
+                if state.dense is not None:
+                    state.dense.remove(rows)
         return len(removed)
 
     def reembed(

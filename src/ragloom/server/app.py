@@ -30,7 +30,7 @@ def create_app(settings: ServerSettings) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         with suppress(StoreError):  # reported by /health and as 503s; the server still starts
-            holder.get()
+            holder.get().warm()  # load postings and vectors now, not on the first query
         yield
         worker.close()
         holder.close()

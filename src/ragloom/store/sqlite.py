@@ -179,6 +179,12 @@ class SQLiteStore:
             return int(self._wconn.execute("PRAGMA data_version").fetchone()[0])
 
     # -- transactions -----------------------------------------------------------------
+    @property
+    def write_lock(self) -> threading.RLock:
+        """Held by every write; hold it across a write and the in-memory update that follows,
+        so that in-memory state changes in commit order."""
+        return self._write_lock
+
     @contextmanager
     def write(self) -> Iterator[sqlite3.Connection]:
         """One atomic write: commits on success, rolls back on any exception."""
@@ -250,6 +256,24 @@ class SQLiteStore:
             collection_id,
             doc_ids,
         )
+
+    @staticmethod
+    def existing_ids(
+        conn: sqlite3.Connection, collection_id: int, doc_ids: Sequence[str]
+    ) -> set[str]:
+        """Which of `doc_ids` are stored, as seen inside a write (no other writer can race)."""
+        found: set[str] = set()
+        for i in range(0, len(doc_ids), 500):
+            part = list(doc_ids[i : i + 500])
+            marks = ",".join("?" * len(part))
+            found.update(
+                row[0]
+                for row in conn.execute(
+                    f"SELECT doc_id FROM documents WHERE collection_id = ? AND doc_id IN ({marks})",
+                    (collection_id, *part),
+                )
+            )
+        return found
 
     @staticmethod
     def remove_document(
