@@ -237,43 +237,34 @@ class SQLiteStore:
         ).fetchall()
 
     # -- documents --------------------------------------------------------------------
-    def _pairs_in(self, sql: str, first: Any, keys: Sequence[Any]) -> dict[Any, Any]:
-        """Run `sql` (two columns; `?` for `first`, `{marks}` for keys) over keys in slices
-        that stay under SQLite's parameter limit; the rows as a dict."""
-        out: dict[Any, Any] = {}
-        conn = self._reader()
+    @staticmethod
+    def _rows_in(
+        conn: sqlite3.Connection, sql: str, first: Any, keys: Sequence[Any]
+    ) -> list[tuple]:
+        """Run `sql` (`?` for `first`, `{marks}` for keys) over keys in slices that stay
+        under SQLite's parameter limit; all rows."""
+        rows: list[tuple] = []
         for i in range(0, len(keys), 500):
             part = list(keys[i : i + 500])
             marks = ",".join("?" * len(part))
-            out.update(conn.execute(sql.format(marks=marks), (first, *part)).fetchall())
-        return out
+            rows.extend(conn.execute(sql.format(marks=marks), (first, *part)).fetchall())
+        return rows
 
     def content_hashes(self, collection_id: int, doc_ids: Sequence[str]) -> dict[str, str]:
         """Stored content hash of each of `doc_ids` that exists."""
-        return self._pairs_in(
+        sql = (
             "SELECT doc_id, content_hash FROM documents"
-            " WHERE collection_id = ? AND doc_id IN ({marks})",
-            collection_id,
-            doc_ids,
+            " WHERE collection_id = ? AND doc_id IN ({marks})"
         )
+        return dict(self._rows_in(self._reader(), sql, collection_id, doc_ids))
 
-    @staticmethod
+    @classmethod
     def existing_ids(
-        conn: sqlite3.Connection, collection_id: int, doc_ids: Sequence[str]
+        cls, conn: sqlite3.Connection, collection_id: int, doc_ids: Sequence[str]
     ) -> set[str]:
         """Which of `doc_ids` are stored, as seen inside a write (no other writer can race)."""
-        found: set[str] = set()
-        for i in range(0, len(doc_ids), 500):
-            part = list(doc_ids[i : i + 500])
-            marks = ",".join("?" * len(part))
-            found.update(
-                row[0]
-                for row in conn.execute(
-                    f"SELECT doc_id FROM documents WHERE collection_id = ? AND doc_id IN ({marks})",
-                    (collection_id, *part),
-                )
-            )
-        return found
+        sql = "SELECT doc_id FROM documents WHERE collection_id = ? AND doc_id IN ({marks})"
+        return {row[0] for row in cls._rows_in(conn, sql, collection_id, doc_ids)}
 
     @staticmethod
     def remove_document(
@@ -418,12 +409,11 @@ class SQLiteStore:
 
     def cached_vectors(self, model: str, hashes: Sequence[bytes]) -> dict[bytes, bytes]:
         """Vectors already computed by `model` for texts with these hashes."""
-        return self._pairs_in(
+        sql = (
             "SELECT text_hash, vector FROM embedding_cache"
-            " WHERE model = ? AND text_hash IN ({marks})",
-            model,
-            hashes,
+            " WHERE model = ? AND text_hash IN ({marks})"
         )
+        return dict(self._rows_in(self._reader(), sql, model, hashes))
 
     @staticmethod
     def insert_vectors(
