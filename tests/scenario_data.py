@@ -230,6 +230,19 @@ STUDY_OPTIONS = {
     "diversity": {"max_per": {"scholar_id": 2}},
 }
 
+
+def expected_study_boost(metadata: dict) -> float:
+    """The product of STUDY_OPTIONS' boost factors that apply to a chunk, worked out by hand."""
+    factor = 1.0
+    if metadata["chapter_num"] == 9:
+        factor *= 1.5
+    if metadata["scholar_id"] in ("calvin", "moo"):
+        factor *= 1.1
+    if metadata["tradition"] == "reformed":
+        factor *= 1.05
+    return factor
+
+
 # -- 3. a portfolio / docs chat -----------------------------------------------------------
 DOCS_POSTS = [
     Document(

@@ -25,6 +25,7 @@ from .scenario_data import (
     NOVEL_WORLD,
     STUDY_COMMENTARY,
     STUDY_OPTIONS,
+    expected_study_boost,
     write_lore,
 )
 
@@ -65,13 +66,7 @@ def test_study_app_boosts_caps_and_typed_embedding_errors(tmp_path: Path):
                 per_scholar[hit.metadata["scholar_id"]] = (
                     per_scholar.get(hit.metadata["scholar_id"], 0) + 1
                 )
-                expected = 1.0
-                if hit.metadata["chapter_num"] == 9:
-                    expected *= 1.5
-                if hit.metadata["scholar_id"] in ("calvin", "moo"):
-                    expected *= 1.1
-                if hit.metadata["tradition"] == "reformed":
-                    expected *= 1.05
+                expected = expected_study_boost(hit.metadata)
                 assert hit.explain["boost_factor"] == pytest.approx(expected)
                 assert hit.score == pytest.approx(hit.fused_score * expected)
             assert max(per_scholar.values()) <= 2

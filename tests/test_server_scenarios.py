@@ -20,6 +20,7 @@ from .scenario_data import (
     NOVEL_WORLD,
     STUDY_COMMENTARY,
     STUDY_OPTIONS,
+    expected_study_boost,
     write_lore,
 )
 
@@ -197,10 +198,7 @@ def test_study_app_through_the_server(tmp_path: Path):
             scholars = [h["metadata"]["scholar_id"] for h in hits]
             assert max(scholars.count(s) for s in scholars) <= 2
             for hit in hits:
-                factor = 1.0
-                factor *= 1.5 if hit["metadata"]["chapter_num"] == 9 else 1.0
-                factor *= 1.1 if hit["metadata"]["scholar_id"] in ("calvin", "moo") else 1.0
-                factor *= 1.05 if hit["metadata"]["tradition"] == "reformed" else 1.0
+                factor = expected_study_boost(hit["metadata"])
                 assert hit["score"] == pytest.approx(hit["fused_score"] * factor)
             service.mode = "500"  # new query texts: a repeated one is answered from the cache
             failed = post(http, "/query", {**body, "query": "grace and works", "strict": True}, 502)

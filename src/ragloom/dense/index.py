@@ -11,6 +11,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from ragloom.topn import best_first
+
 
 class DenseIndex:
     """Unit vectors keyed by chunk row id, searched exhaustively."""
@@ -88,10 +90,5 @@ class DenseIndex:
         if allowed_rows is not None:
             eligible = eligible & np.isin(self._rows, allowed_rows)
         candidates = np.flatnonzero(eligible)
-        if len(candidates) > top_n:
-            part = np.argpartition(-scores[candidates], top_n - 1)[:top_n]
-            threshold = scores[candidates[part]].min()
-            candidates = candidates[scores[candidates] >= threshold]
-        order = np.lexsort((candidates, -scores[candidates]))[:top_n]
-        best = candidates[order]
+        best = best_first(candidates, scores, top_n)
         return self._rows[best], scores[best]

@@ -15,6 +15,7 @@ from itertools import chain
 import numpy as np
 
 from ragloom.lexical.bm25 import BM25Params, bm25_idf, bm25_weights
+from ragloom.topn import best_first
 
 MAX_SEGMENTS = 8
 
@@ -230,10 +231,5 @@ class LexicalIndex:
         if allowed_rows is not None:
             scores[~np.isin(self._rows, allowed_rows)] = 0.0
         candidates = np.flatnonzero(scores > 0)
-        if len(candidates) > top_n:
-            cut = np.argpartition(-scores[candidates], top_n - 1)[:top_n]
-            threshold = scores[candidates[cut]].min()
-            candidates = candidates[scores[candidates] >= threshold]
-        order = np.lexsort((candidates, -scores[candidates]))[:top_n]
-        best = candidates[order]
+        best = best_first(candidates, scores, top_n)
         return self._rows[best], scores[best]
