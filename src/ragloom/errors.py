@@ -61,6 +61,20 @@ class StoreError(RagloomError):
     code = "store_unavailable"
 
 
+class StorageFull(StoreError):
+    """A write failed because the disk (or the file system's quota) is full; nothing was
+    written. Free space and retry: the index is as it was before the write."""
+
+    code = "storage_full"
+
+
+class StorageError(StoreError):
+    """A write or read failed at the operating-system level (I/O error, read-only file
+    system, permissions); the message carries the OS cause. Nothing was half-written."""
+
+    code = "storage_error"
+
+
 class NotFound(RagloomError):
     """An unknown document or collection was named."""
 

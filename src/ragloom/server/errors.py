@@ -65,6 +65,8 @@ STATUS_BY_CODE: dict[str, int] = {
     "embedding_error": 502,
     "embed_failed": 502,
     "store_unavailable": 503,
+    "storage_error": 503,
+    "storage_full": 507,
     "offline": 503,
     "model_unavailable": 503,
 }

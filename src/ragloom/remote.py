@@ -1,0 +1,196 @@
+"""Calls to remote services (embedding, LLM, rerank): timeouts, one retry, typed errors.
+
+Every remote call in ragloom goes through `RemoteService.post_json` so that they all behave
+alike (DESIGN.md, "Consistency and failure"): a connect timeout and a read timeout the user
+can set, one retry after `retry_delay` seconds, then a typed error: the service's *offline*
+class when it cannot be reached, its *failed* class when it answered badly or too slowly.
+
+After a call has failed (retry included) the service is remembered as down for `cooldown`
+seconds: calls in that window fail at once with the same typed error instead of paying the
+timeouts again, so a search with a dead service answers (degraded) immediately.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, fields, replace
+from typing import Any, TypeVar
+from urllib.parse import parse_qsl, urlsplit, urlunsplit
+
+import httpx
+
+from ragloom.errors import InputError, RagloomError
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Timeouts:
+    """How long to wait for a remote service, and how to retry.
+
+    `connect`: seconds to establish a connection. `read`: seconds to wait for an answer to a
+    batch call (ingest). `query`: read timeout for a single interactive call (a query
+    embedding, an LLM step of a search). `retry_delay`: pause before the one retry.
+    `cooldown`: seconds a failed service is skipped before it is tried again (0: never skip).
+    Worst case of one interactive call: 2 * (connect or query) + retry_delay.
+    """
+
+    connect: float = 1.0
+    read: float = 60.0
+    query: float = 5.0
+    retry_delay: float = 1.0
+    cooldown: float = 10.0
+
+    def __post_init__(self) -> None:
+        for item in fields(self):
+            value = getattr(self, item.name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+                raise InputError(f"timeout {item.name!r} must be a non-negative number")
+            if item.name in ("connect", "read", "query") and value == 0:
+                raise InputError(f"timeout {item.name!r} must be greater than 0")
+
+    def with_options(self, options: dict[str, str]) -> Timeouts:
+        """Apply spec options (`timeout`, `connect_timeout`, `query_timeout`, `retry_delay`,
+        `cooldown`); unknown names are left for the caller."""
+        names = {
+            "timeout": "read",
+            "read_timeout": "read",
+            "connect_timeout": "connect",
+            "query_timeout": "query",
+            "retry_delay": "retry_delay",
+            "cooldown": "cooldown",
+        }
+        changes: dict[str, float] = {}
+        for key, value in options.items():
+            if key in names:
+                try:
+                    changes[names[key]] = float(value)
+                except ValueError:
+                    raise InputError(f"{key}={value!r} is not a number of seconds") from None
+        return replace(self, **changes) if changes else self
+
+
+@dataclass(frozen=True)
+class ServiceSpec:
+    """A parsed spec such as `openai:MODEL@http://host:port/v1?timeout=2`."""
+
+    provider: str
+    model: str
+    base_url: str
+    options: dict[str, str]
+
+
+def parse_service_spec(spec: str, providers: tuple[str, ...], help_text: str) -> ServiceSpec:
+    """Split `provider:MODEL@URL[?name=value&...]`; the query part holds ragloom's options
+    (timeouts), not the service's, and is removed from the URL."""
+    provider, _, rest = spec.strip().partition(":")
+    model, _, url = rest.partition("@")
+    if provider not in providers or not model or not url:
+        raise InputError(f"unknown service spec {spec!r}", help_text)
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise InputError(f"{spec!r}: the address must start with http:// or https://", help_text)
+    options = dict(parse_qsl(parts.query, keep_blank_values=True))
+    base = urlunsplit((parts.scheme, parts.netloc, parts.path, "", ""))
+    return ServiceSpec(provider, model, base.rstrip("/"), options)
+
+
+class RemoteService:
+    """One remote service at `base_url`: JSON POSTs with timeouts, one retry, typed errors.
+
+    `offline` and `failed` are the error classes to raise (for example `EmbeddingOffline` and
+    `EmbedFailed`); `what` names the service in messages ("the embedding service").
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        offline: type[RagloomError],
+        failed: type[RagloomError],
+        what: str,
+        timeouts: Timeouts | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.timeouts = timeouts or Timeouts()
+        self.offline, self.failed, self.what = offline, failed, what
+        self._client = httpx.Client(headers=headers or {}, follow_redirects=False)
+        self._down_until = 0.0
+        self._down_error: RagloomError | None = None
+        self._lock = threading.Lock()
+
+    def post_json(
+        self,
+        path: str,
+        payload: Any,
+        parse: Callable[[Any], T],
+        interactive: bool = False,
+    ) -> T:
+        """POST `payload` to `base_url + path` and return `parse(json body)`.
+
+        `parse` raises ValueError/TypeError/KeyError on an answer it cannot use (that is a
+        `failed` error). `interactive` uses the shorter query read timeout.
+        """
+        with self._lock:
+            if time.monotonic() < self._down_until and self._down_error is not None:
+                raise self._remembered()
+        try:
+            return self._attempt(path, payload, parse, interactive)
+        except RagloomError:
+            time.sleep(self.timeouts.retry_delay)
+        try:
+            result = self._attempt(path, payload, parse, interactive)
+        except RagloomError as exc:
+            with self._lock:
+                self._down_until = time.monotonic() + self.timeouts.cooldown
+                self._down_error = exc
+            raise
+        with self._lock:
+            self._down_until, self._down_error = 0.0, None
+        return result
+
+    def _remembered(self) -> RagloomError:
+        error = self._down_error
+        assert error is not None
+        left = max(0.0, self._down_until - time.monotonic())
+        exc = type(error)(
+            f"{error.message} (failed moments ago; not retried for another {left:.0f} s)",
+            error.hint,
+        )
+        exc.code = error.code
+        return exc
+
+    def _attempt(self, path: str, payload: Any, parse: Callable[[Any], T], interactive: bool) -> T:
+        url = self.base_url + path
+        read = self.timeouts.query if interactive else self.timeouts.read
+        timeout = httpx.Timeout(read, connect=self.timeouts.connect)
+        try:
+            response = self._client.post(url, json=payload, timeout=timeout)
+        except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
+            raise self.offline(
+                f"cannot reach {self.what} at {url} ({exc or type(exc).__name__})",
+                "start the service or check its address",
+            ) from None
+        except httpx.TimeoutException:
+            raise self.failed(
+                f"{self.what} at {url} did not answer within {read:g} s",
+                "raise the timeout with ?timeout=SECONDS on the spec, or check the service",
+            ) from None
+        except httpx.HTTPError as exc:
+            raise self.failed(f"request to {self.what} at {url} failed: {exc}") from None
+        if response.status_code != 200:
+            error = self.failed(
+                f"{self.what} at {url} answered {response.status_code}: {response.text[:200]}"
+            )
+            error.status = response.status_code  # type: ignore[attr-defined]
+            raise error
+        try:
+            return parse(response.json())
+        except (ValueError, TypeError, KeyError, IndexError, AttributeError) as exc:
+            raise self.failed(f"malformed answer from {self.what} at {url}: {exc}") from None
+
+    def close(self) -> None:
+        """Close the connection pool."""
+        self._client.close()
