@@ -13,11 +13,12 @@ import uvicorn
 from click.testing import CliRunner
 
 import ragloom
+import ragloom.index
 from ragloom.cli import cli
 from ragloom.server.app import create_app
 from ragloom.server.launch import ServerProcess, free_port
 from ragloom.server.settings import DEFAULT_MAX_BODY, ServerSettings
-from ragloom.store.sqlite import SQLiteStore
+from ragloom.store.sqlite.write import SQLiteWrite
 
 
 @pytest.fixture
@@ -41,7 +42,7 @@ def test_unexpected_error_is_generic_500(live: httpx.Client, monkeypatch) -> Non
     def explode(*args, **kwargs):
         raise RuntimeError("internal detail /secret/path that must not leak")
 
-    monkeypatch.setattr(ragloom.Index, "search", explode)
+    monkeypatch.setattr(ragloom.index.IndexReading, "search", explode)
     response = live.post("/query", json={"query": "anything"})
     assert response.status_code == 500
     body = response.json()
@@ -54,13 +55,13 @@ def test_failed_write_leaves_index_whole(live: httpx.Client, monkeypatch) -> Non
     """A crash inside the write transaction rolls back: the old version stays, nothing half-done."""
     old = {"documents": [{"id": "d1", "text": "original heron text"}]}
     assert live.post("/index", json=old).status_code == 200
-    real_insert = SQLiteStore.insert_documents
+    real_insert = SQLiteWrite._insert
 
-    def insert_then_crash(conn, collection_id, documents):
-        real_insert(conn, collection_id, documents)
+    def insert_then_crash(self, collection, documents, postings):
+        real_insert(self, collection, documents, postings)
         raise RuntimeError("disk caught fire")
 
-    monkeypatch.setattr(SQLiteStore, "insert_documents", staticmethod(insert_then_crash))
+    monkeypatch.setattr(SQLiteWrite, "_insert", insert_then_crash)
     new = {
         "documents": [
             {"id": "d1", "text": "replacement crane text"},

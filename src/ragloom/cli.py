@@ -454,13 +454,42 @@ def delete(ctx: click.Context, doc_id: str, collection: str) -> None:
 
 @cli.command()
 @collection_option
+@click.option(
+    "--pending",
+    is_flag=True,
+    help="Only embed chunks still waiting for vectors (the service was down when indexed).",
+)
 @click.pass_context
-def reembed(ctx: click.Context, collection: str) -> None:
+def reembed(ctx: click.Context, collection: str, pending: bool) -> None:
     """Replace a collection's vectors with the --embedder model's (or add them)."""
     spec = ctx.obj["embedder"]
+    if pending:
+        with Index(ctx.obj["index_path"], create=False, embedder=spec) as index:
+            count = index.fill_pending(collection)
+        out.print(f"embedded {count} pending chunk(s) of {collection}")
+        return
     with Index(ctx.obj["index_path"], create=False, embedder=None) as index:
         count = index.reembed(collection, "local" if spec == "auto" else spec)
     out.print(f"embedded {count} chunk(s) of {collection}")
+
+
+@cli.command()
+@click.option("--json", "as_json", is_flag=True, help="Print the problems as JSON.")
+@click.pass_context
+def check(ctx: click.Context, as_json: bool) -> None:
+    """Verify the index: SQLite integrity, and that documents, chunks, postings, statistics
+    and vectors agree with each other. Exits 1 when anything is wrong."""
+    with Index(ctx.obj["index_path"], create=False, embedder=None) as index:
+        problems = index.check()
+    if as_json:
+        _print_json({"ok": not problems, "problems": problems})
+    elif problems:
+        for problem in problems:
+            out.print(f"problem: {problem}", markup=False, highlight=False)
+    else:
+        out.print("ok: documents, chunks, postings, statistics and vectors agree")
+    if problems:
+        sys.exit(1)
 
 
 @cli.command("eval")

@@ -1,5 +1,1 @@
-"""Dense retrieval: exact cosine search over a collection's unit vectors."""
-
-from ragloom.dense.index import DenseIndex
-
-__all__ = ["DenseIndex"]
+"""Dense retrieval: vectors live in segments (`ragloom.segments`); see `Part.dense`."""

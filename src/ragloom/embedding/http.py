@@ -44,9 +44,8 @@ class HttpEmbedder(Embedder):
         self._client = httpx.Client(timeout=timeout, headers=headers)
 
     @property
-    def dimension(self) -> int:  # type: ignore[override]
-        if self._dimension is None:
-            self._dimension = int(self.embed(["dimension probe"]).shape[1])
+    def dimension(self) -> int | None:  # type: ignore[override]
+        """Known from the collection's config or the first answer; never probed."""
         return self._dimension
 
     def _url(self) -> str:
@@ -89,6 +88,7 @@ class HttpEmbedder(Embedder):
             raise EmbedFailed(
                 f"{url} returned {matrix.shape[1]}-dimensional vectors, expected {self._dimension}"
             )
+        self._dimension = int(matrix.shape[1])
         return matrix
 
     def _embed_batch(self, texts: Sequence[str]) -> np.ndarray:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from ragloom.errors import InputError
@@ -134,31 +135,57 @@ def _field_predicate(key: str, op: str, operand: Any) -> Predicate:
     )
 
 
-def _all(predicates: list[Predicate]) -> Predicate:
-    if len(predicates) == 1:
-        return predicates[0]
-    return lambda m: all(p(m) for p in predicates)
+@dataclass(frozen=True)
+class Leaf:
+    """One operator on one field; `test(metadata)` applies it to a chunk's metadata."""
+
+    key: str
+    op: str
+    operand: Any
+    test: Predicate = field(compare=False, repr=False)
 
 
-def compile_filter(spec: Any) -> Predicate:
-    """Compile a filter spec into `predicate(metadata) -> bool`; errors are `InputError`."""
+@dataclass(frozen=True)
+class AllOf:
+    parts: tuple[FilterNode, ...]
+
+
+@dataclass(frozen=True)
+class AnyOf:
+    parts: tuple[FilterNode, ...]
+
+
+@dataclass(frozen=True)
+class Not:
+    part: FilterNode
+
+
+FilterNode = Leaf | AllOf | AnyOf | Not
+MATCH_ALL = AllOf(())
+
+
+def _conjunction(parts: list[FilterNode]) -> FilterNode:
+    return parts[0] if len(parts) == 1 else AllOf(tuple(parts))
+
+
+def parse_filter(spec: Any) -> FilterNode:
+    """Parse a filter spec into a tree of leaves joined by and/or/not; errors are `InputError`.
+
+    The tree is what each store evaluates its own way: a predicate over a metadata dict,
+    vectorized over metadata columns, or SQL."""
     if not isinstance(spec, Mapping):
         raise InputError(f"a filter must be a JSON object, got {type(spec).__name__}")
-    predicates: list[Predicate] = []
+    parts: list[FilterNode] = []
     for key, value in spec.items():
         if not isinstance(key, str):
             raise InputError(f"filter keys must be strings, got {key!r}")
         if key in ("$and", "$or"):
             if not isinstance(value, list) or not value:
                 raise InputError(f"{key} needs a non-empty list of filters")
-            parts = [compile_filter(v) for v in value]
-            if key == "$and":
-                predicates.append(_all(parts))
-            else:
-                predicates.append(lambda m, parts=parts: any(p(m) for p in parts))
+            children = tuple(parse_filter(v) for v in value)
+            parts.append(AllOf(children) if key == "$and" else AnyOf(children))
         elif key == "$not":
-            inner = compile_filter(value)
-            predicates.append(lambda m, inner=inner: not inner(m))
+            parts.append(Not(parse_filter(value)))
         elif key.startswith("$"):
             raise InputError(
                 f"unknown filter operator {key!r}", f"combine filters with {', '.join(LOGICAL_OPS)}"
@@ -171,12 +198,44 @@ def compile_filter(spec: Any) -> Predicate:
                     f"filter on {key!r} mixes operators and fields",
                     "nested fields are written with dots, e.g. {'a.b': 1}",
                 )
-            predicates.append(_all([_field_predicate(key, op, v) for op, v in value.items()]))
+            leaves: list[FilterNode] = [
+                Leaf(key, op, v, _field_predicate(key, op, v)) for op, v in value.items()
+            ]
+            parts.append(_conjunction(leaves))
         else:
-            predicates.append(_field_predicate(key, "$eq", value))
-    if not predicates:
-        return lambda m: True
-    return _all(predicates)
+            parts.append(Leaf(key, "$eq", value, _field_predicate(key, "$eq", value)))
+    if not parts:
+        return MATCH_ALL
+    return _conjunction(parts)
+
+
+def predicate_of(node: FilterNode) -> Predicate:
+    """`predicate(metadata) -> bool` for a parsed filter."""
+    if isinstance(node, Leaf):
+        return node.test
+    if isinstance(node, Not):
+        inner = predicate_of(node.part)
+        return lambda m: not inner(m)
+    tests = [predicate_of(p) for p in node.parts]
+    if isinstance(node, AnyOf):
+        return lambda m: any(t(m) for t in tests)
+    if len(tests) == 1:
+        return tests[0]
+    return lambda m: all(t(m) for t in tests)
+
+
+def leaves(node: FilterNode) -> list[Leaf]:
+    """Every leaf of a filter tree, in order."""
+    if isinstance(node, Leaf):
+        return [node]
+    if isinstance(node, Not):
+        return leaves(node.part)
+    return [leaf for part in node.parts for leaf in leaves(part)]
+
+
+def compile_filter(spec: Any) -> Predicate:
+    """Compile a filter spec into `predicate(metadata) -> bool`; errors are `InputError`."""
+    return predicate_of(parse_filter(spec))
 
 
 def filter_key(spec: Any) -> str:

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from ragloom.models import Hit
-from ragloom.store.sqlite import StoredChunk
+from ragloom.store.records import StoredChunk
 
 LEXICAL, DENSE = "lexical", "dense"
 

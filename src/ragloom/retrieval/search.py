@@ -16,7 +16,14 @@ from ragloom.errors import EmbeddingError, InputError, NeedsVectors
 from ragloom.lexical import BM25Params
 from ragloom.retrieval import controls, fusion, pipeline
 from ragloom.retrieval.controls import BoostRule, MetadataOf
-from ragloom.retrieval.filters import Predicate, compile_filter
+from ragloom.retrieval.filters import (
+    FilterNode,
+    Predicate,
+    compile_filter,
+    filter_key,
+    parse_filter,
+    predicate_of,
+)
 from ragloom.retrieval.pipeline import DENSE, LEXICAL, Candidate
 
 MODES = ("lexical", "dense", "hybrid")
@@ -58,6 +65,8 @@ class SearchOptions:
     explain: bool = False
     with_tokens: bool = False
     predicate: Predicate | None = field(default=None, init=False, repr=False, compare=False)
+    filter_node: FilterNode | None = field(default=None, init=False, repr=False, compare=False)
+    filter_key: str | None = field(default=None, init=False, repr=False, compare=False)
     boost_rules: tuple[BoostRule, ...] = field(default=(), init=False, repr=False, compare=False)
     caps: Mapping[str, int] = field(default_factory=dict, init=False, repr=False, compare=False)
     mmr_lambda: float | None = field(default=None, init=False, repr=False, compare=False)
@@ -78,7 +87,10 @@ class SearchOptions:
             raise InputError("min_dense_similarity must lie between -1 and 1")
         fusion._check_weights(self.weights)
         if self.filters is not None:
-            object.__setattr__(self, "predicate", compile_filter(self.filters))
+            node = parse_filter(self.filters)
+            object.__setattr__(self, "filter_node", node)
+            object.__setattr__(self, "filter_key", filter_key(self.filters))
+            object.__setattr__(self, "predicate", predicate_of(node))
         if not isinstance(self.boosts, Sequence) or isinstance(self.boosts, (str, bytes)):
             raise InputError("boosts must be a list of rules")
         object.__setattr__(self, "boost_rules", tuple(BoostRule.parse(b) for b in self.boosts))

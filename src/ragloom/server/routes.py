@@ -102,29 +102,33 @@ def _search(holder: IndexHolder, body: schemas.QueryRequest) -> dict[str, Any]:
     """Run a /query: one collection or several, optionally packed into a cited context."""
     index = holder.get()
     shared = {"explain": body.explain, "with_tokens": body.tokens}
-    if body.collections:
-        return _search_many(index, body, shared)
-    collection = body.collection or DEFAULT_COLLECTION
-    try:
-        hits = index.search(
-            body.query, top_k=body.top_k, collection=collection, **body.search_kwargs(), **shared
-        )
-    except NotFound:
-        if not _empty_index(index):
-            raise
-        hits = SearchResult([], body.mode or "lexical")
+    with index.reading() as reader:  # hits and their packed context: one version
+        if body.collections:
+            return _search_many(reader, body, shared)
+        collection = body.collection or DEFAULT_COLLECTION
+        try:
+            hits = reader.search(
+                body.query,
+                top_k=body.top_k,
+                collection=collection,
+                **body.search_kwargs(),
+                **shared,
+            )
+        except NotFound:
+            if not _empty_index(index):
+                raise
+            hits = SearchResult([], body.mode or "lexical")
+        packed = reader.pack([(None, list(hits))], body.budget) if body.budget else None
     answer: dict[str, Any] = {"ok": True, "results": [hit.to_dict() for hit in hits]}
-    if body.budget is not None:
-        answer.update(_packed(index.pack([(None, list(hits))], body.budget)))
+    if packed is not None:
+        answer.update(_packed(packed))
     else:
         answer["context"] = CONTEXT_SEPARATOR.join(h.text for h in hits)
     answer.update(mode=hits.mode, degraded=hits.degraded, reason=hits.reason)
     return answer
 
 
-def _search_many(
-    index: Index, body: schemas.QueryRequest, shared: dict[str, Any]
-) -> dict[str, Any]:
+def _search_many(reader: Any, body: schemas.QueryRequest, shared: dict[str, Any]) -> dict[str, Any]:
     requests = [
         {
             "collection": c.collection,
@@ -135,7 +139,7 @@ def _search_many(
         }
         for c in body.collections or []
     ]
-    result = index.search_many(body.query, requests)
+    result = reader.search_many(body.query, requests)
     sections = [(g.label, list(g.hits)) for g in result.groups]
     return {
         "ok": True,
@@ -151,7 +155,7 @@ def _search_many(
             }
             for g in result.groups
         ],
-        **_packed(index.pack(sections, body.budget)),
+        **_packed(reader.pack(sections, body.budget)),
         "degraded": result.degraded,
     }
 

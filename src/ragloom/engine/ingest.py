@@ -1,0 +1,331 @@
+"""The write path: documents -> chunks, terms and vectors -> one store transaction per batch.
+
+Chunking, enrichment, tokenizing and embedding all happen before the transaction, so the
+write lock is held only for the database work. If the embedding service fails, the batch
+is still stored and lexically searchable at once; its chunks wait for vectors ("pending")
+until a later call embeds them, unless the caller asked for the failure instead.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+
+from ragloom.chunking import ChunkPolicy, chunk_text
+from ragloom.config import CollectionConfig
+from ragloom.embedding import Embedder
+from ragloom.engine.models import Models, embedding_config
+from ragloom.enrich import Enricher, enrich_span, enrichers_fingerprint
+from ragloom.errors import EmbeddingError, EmbeddingMismatch, InputError
+from ragloom.models import Document
+from ragloom.store.base import Store
+from ragloom.store.records import CollectionInfo, NewChunk, NewDocument
+from ragloom.store.sqlite.write import text_hash
+from ragloom.text import Tokenizer
+
+WRITE_BATCH = 512
+ON_EMBED_ERROR = ("pending", "raise")
+
+
+@dataclass
+class IndexReport:
+    """What an indexing call did."""
+
+    documents: int = 0  # new or changed documents written
+    unchanged: int = 0  # documents whose content hash matched: nothing done
+    chunks: int = 0  # chunks written
+    files: int = 0  # files read
+    skipped: list[tuple[str, str]] = field(default_factory=list)  # (path, reason)
+    pending: int = 0  # chunks stored without a vector (the embedding service failed)
+    embedding_error: str | None = None  # why they are pending
+    embedding_seconds: float = 0.0  # time spent computing vectors
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "documents": self.documents,
+            "unchanged": self.unchanged,
+            "chunks": self.chunks,
+            "files": self.files,
+            "skipped": [{"path": p, "reason": r} for p, r in self.skipped],
+            "pending": self.pending,
+            "embedding_error": self.embedding_error,
+            "embedding_seconds": round(self.embedding_seconds, 3),
+        }
+
+
+@lru_cache(maxsize=64)
+def _policy_fingerprint(policy: ChunkPolicy) -> str:
+    return json.dumps(policy.to_dict(), sort_keys=True)
+
+
+def content_hash(doc: Document, config: CollectionConfig, salt: str = "") -> str:
+    """Fingerprint of everything that shapes a document's chunks and postings."""
+    settings = json.dumps(
+        [
+            doc.title,
+            doc.source,
+            doc.metadata,
+            _policy_fingerprint(config.policy_for(doc.source)),
+            config.title_weight,
+            salt,
+        ],
+        ensure_ascii=False,
+        sort_keys=True,
+        default=str,
+    )
+    digest = hashlib.sha256(settings.encode("utf-8", "surrogatepass"))
+    digest.update(b"\x00")
+    digest.update(doc.text.encode("utf-8", "surrogatepass"))
+    return digest.hexdigest()
+
+
+def embedding_text(title: str | None, text: str) -> str:
+    """What the dense model reads for a chunk: its document's title, then its text."""
+    return f"{title}\n{text}" if title else text
+
+
+def _storable(value: str, what: str) -> None:
+    """Text must encode as UTF-8: JSON allows lone surrogate escapes that SQLite cannot store."""
+    if value.isascii():
+        return
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InputError(f"{what} is not valid Unicode (it holds a lone surrogate)") from None
+
+
+def check_document(doc: Any) -> Document:
+    """A Document fit to store, or `InputError` saying what is wrong with it."""
+    if not isinstance(doc, Document):
+        raise InputError(f"expected a ragloom.Document, got {type(doc).__name__}")
+    if not isinstance(doc.id, str) or not doc.id.strip():
+        raise InputError("a document id must be a non-empty string")
+    _storable(doc.id, "a document id")
+    if not isinstance(doc.text, str):
+        raise InputError(f"document {doc.id!r}: text must be a string")
+    _storable(doc.text, f"document {doc.id!r}: text")
+    for field_name in ("title", "source", "collection"):
+        value = getattr(doc, field_name)
+        if value is not None and not isinstance(value, str):
+            raise InputError(f"document {doc.id!r}: {field_name} must be a string")
+        if value is not None:
+            _storable(value, f"document {doc.id!r}: {field_name}")
+    if doc.collection is not None and not doc.collection.strip():
+        raise InputError(f"document {doc.id!r}: collection must not be blank")
+    if not isinstance(doc.metadata, dict):
+        raise InputError(f"document {doc.id!r}: metadata must be a JSON object (dict)")
+    try:
+        _storable(json.dumps(doc.metadata, allow_nan=False, ensure_ascii=False), "metadata")
+    except (TypeError, ValueError) as exc:
+        raise InputError(
+            f"document {doc.id!r}: metadata is not plain JSON ({exc})",
+            "use strings, finite numbers, booleans, null, lists and objects",
+        ) from None
+    return doc
+
+
+def check_collection_name(collection: Any) -> str:
+    if not isinstance(collection, str) or not collection.strip():
+        raise InputError(f"a collection name must be a non-empty string, got {collection!r}")
+    _storable(collection, "a collection name")
+    return collection
+
+
+class Ingest:
+    """Writes documents into a store, embedding them with each collection's model."""
+
+    def __init__(self, store: Store, models: Models) -> None:
+        self.store = store
+        self.models = models
+
+    # -- collections ------------------------------------------------------------------
+    def collection(self, name: str, config: CollectionConfig | None = None) -> CollectionInfo:
+        """A collection to write into, created (with the default model) if new."""
+        check_collection_name(name)
+        known = self.store.collections().get(name)
+        if known is not None:
+            return known
+        config = config or CollectionConfig()
+        embedder = self.models.for_new_collection()
+        raw = config.to_dict()
+        if embedder is not None and not raw.get("embedding"):
+            raw["embedding"] = embedding_config(embedder)
+        with self.store.write() as write:
+            return write.ensure_collection(name, raw)
+
+    def embedder_for(self, info: CollectionInfo, has_chunks: bool) -> Embedder | None:
+        return self.models.for_collection(info.name, info.config.get("embedding"), has_chunks)
+
+    def writable(self, info: CollectionInfo, has_chunks: bool) -> Embedder | None:
+        """The collection's embedder, refusing writes that would silently lack vectors."""
+        stored = info.config.get("embedding")
+        if stored and self.models.lexical_only:
+            raise EmbeddingMismatch(
+                f"collection {info.name!r} holds vectors of {stored.get('model')!r}"
+                " but this index was opened without an embedding model",
+                "open the index with embedder='auto' (the default) to add documents",
+            )
+        embedder = self.embedder_for(info, has_chunks)
+        if embedder is not None and not stored:  # an empty lexical collection gains vectors
+            raw = {**info.config, "embedding": embedding_config(embedder)}
+            with self.store.write() as write:
+                write.set_config(info, raw)
+            info = CollectionInfo(info.id, info.name, raw)
+        return embedder
+
+    # -- documents --------------------------------------------------------------------
+    def add(
+        self,
+        documents: Iterable[Document],
+        collection: str,
+        on_batch: Callable[[int], None] | None = None,
+        enrichers: Sequence[Enricher] = (),
+        on_embed_error: str = "pending",
+    ) -> IndexReport:
+        if on_embed_error not in ON_EMBED_ERROR:
+            raise InputError(f"on_embed_error must be one of {', '.join(ON_EMBED_ERROR)}")
+        report = IndexReport()
+        self.collection(collection)
+        batches: dict[str, list[Document]] = {}
+        for doc in documents:
+            target = check_document(doc).collection or collection
+            batch = batches.setdefault(target, [])
+            batch.append(doc)
+            if len(batch) >= WRITE_BATCH:
+                self._write_batch(target, batch, report, enrichers, on_embed_error)
+                if on_batch:
+                    on_batch(len(batch))
+                batches[target] = []
+        for target, batch in batches.items():
+            if batch:
+                self._write_batch(target, batch, report, enrichers, on_embed_error)
+                if on_batch:
+                    on_batch(len(batch))
+        return report
+
+    def _write_batch(
+        self,
+        name: str,
+        batch: list[Document],
+        report: IndexReport,
+        enrichers: Sequence[Enricher],
+        on_embed_error: str,
+    ) -> None:
+        info = self.collection(name)
+        config = CollectionConfig.from_dict(info.config)
+        latest = {d.id: d for d in batch}  # the last version of an id wins
+        salt = enrichers_fingerprint(enrichers)
+        hashes = {doc_id: content_hash(d, config, salt) for doc_id, d in latest.items()}
+        with self.store.snapshot() as snap:
+            stored = snap.content_hashes(name, list(latest))
+            has_chunks = snap.collection(name).size() > 0
+        changed = []
+        for doc_id, doc in latest.items():
+            if stored.get(doc_id) == hashes[doc_id]:
+                report.unchanged += 1
+            else:
+                changed.append(doc)
+        if not changed:
+            return
+        embedder = self.writable(info, has_chunks)
+        info = self.store.collections()[name]
+        tokenizer = Tokenizer(config.tokenizer)
+        prepared = [self._prepare(doc, config, tokenizer, enrichers) for doc in changed]
+        vectors = self._vectors(info, embedder, prepared, report, on_embed_error)
+        new_docs = []
+        position = 0
+        for doc, spans in prepared:
+            chunks = []
+            for n, (span, terms) in enumerate(spans):
+                vector = vectors[position] if vectors is not None else None
+                position += 1
+                chunks.append(
+                    NewChunk(n, span.text, span.start, span.end, span.metadata, terms, vector)
+                )
+            new_docs.append(NewDocument(doc, hashes[doc.id], chunks))
+        with self.store.write() as write:
+            outcome = write.put(info, new_docs)
+        report.documents += outcome.documents
+        report.chunks += outcome.chunks
+
+    @staticmethod
+    def _prepare(doc, config: CollectionConfig, tokenizer: Tokenizer, enrichers):
+        """Chunk, enrich and tokenize one document: (document, [(span, its index terms)])."""
+        terms = tokenizer.terms
+        title_terms = terms(doc.title) * config.title_weight if doc.title else []
+        spans = chunk_text(doc.text, config.policy_for(doc.source), source=doc.source)
+        if enrichers:
+            spans = [enrich_span(doc, span, enrichers) for span in spans]
+        return doc, [(span, terms(span.text) + title_terms) for span in spans]
+
+    def _vectors(
+        self,
+        info: CollectionInfo,
+        embedder: Embedder | None,
+        prepared: list,
+        report: IndexReport,
+        on_embed_error: str,
+    ) -> list[np.ndarray | None] | None:
+        """A vector (or None: pending) per chunk; None when the collection has no model."""
+        if embedder is None:
+            return None
+        texts = [
+            embedding_text(doc.title, span.text) for doc, spans in prepared for span, _ in spans
+        ]
+        if not texts:
+            return []
+        hashes = [text_hash(doc.title, span.text) for doc, spans in prepared for span, _ in spans]
+        known = self.store.reusable_vectors(
+            info, embedder.name, [doc.id for doc, _ in prepared], hashes
+        )
+        todo: dict[bytes, int] = {}
+        for i, h in enumerate(hashes):
+            if h not in known and h not in todo:
+                todo[h] = i
+        if todo:
+            started = time.perf_counter()
+            try:
+                fresh = embedder.embed([texts[i] for i in todo.values()])
+            except EmbeddingError as exc:
+                if on_embed_error == "raise":
+                    raise
+                report.embedding_error = f"{exc.code}: {exc.message}"
+                fresh = None
+            finally:
+                report.embedding_seconds += time.perf_counter() - started
+            if fresh is not None:
+                known.update(zip(todo, fresh))
+        out: list[np.ndarray | None] = [known.get(h) for h in hashes]
+        report.pending += sum(v is None for v in out)
+        return out
+
+    # -- vectors ----------------------------------------------------------------------
+    def fill_pending(self, name: str, limit: int | None = None, batch: int = 256) -> int:
+        """Embed chunks that wait for vectors; returns how many got one. Raises the
+        embedding service's typed error when it still fails."""
+        info = self.store.collections().get(name)
+        if info is None or not info.config.get("embedding"):
+            return 0
+        embedder = self.embedder_for(info, has_chunks=True)
+        if embedder is None:
+            return 0
+        done = 0
+        while limit is None or done < limit:
+            size = batch if limit is None else min(batch, limit - done)
+            rows = self.store.pending(info, size)
+            if not rows:
+                break
+            vectors = embedder.embed([embedding_text(title, text) for _, title, text in rows])
+            with self.store.write() as write:
+                filled = write.set_vectors(info, [r for r, _, _ in rows], vectors)
+            done += len(rows)
+            if not filled:
+                break
+        return done

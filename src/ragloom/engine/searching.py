@@ -1,0 +1,233 @@
+"""The read path: one snapshot per search; legs, fusion and controls; hits from that snapshot.
+
+Everything one search returns (ranking, chunk text, metadata, vectors, packed document text)
+comes from one committed version of the index, so a document being replaced is found old or
+new, never neither, never a mix. Several collections searched together share one snapshot
+and one embedding of the query per model.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ragloom.config import CollectionConfig
+from ragloom.context import GROUNDING_INSTRUCTION, PackedContext, count_tokens, pack_context
+from ragloom.engine.models import Models, QueryVectors
+from ragloom.errors import InputError, NotFound
+from ragloom.models import Hit, MultiSearchResult, SearchGroup, SearchResult
+from ragloom.retrieval import pipeline
+from ragloom.retrieval.search import Ranking, SearchOptions, rank
+from ragloom.store.base import Snapshot, Store
+from ragloom.text import Tokenizer
+
+DEFAULT_COLLECTION = "default"
+
+
+def _check_query(query: Any) -> str:
+    if not isinstance(query, str):
+        raise InputError(f"query must be a string, got {type(query).__name__}")
+    return query
+
+
+class Searcher:
+    """Searches a store with the engine's models."""
+
+    def __init__(self, store: Store, models: Models) -> None:
+        self.store = store
+        self.models = models
+        self._tokenizers: dict[Any, Tokenizer] = {}
+
+    def tokenizer(self, config: CollectionConfig) -> Tokenizer:
+        tokenizer = self._tokenizers.get(config.tokenizer)
+        if tokenizer is None:
+            tokenizer = self._tokenizers[config.tokenizer] = Tokenizer(config.tokenizer)
+        return tokenizer
+
+    # -- one collection ---------------------------------------------------------------
+    def search(self, query: str, options: SearchOptions, collection: str) -> SearchResult:
+        _check_query(query)
+        with self.store.snapshot() as snap:
+            return self.search_in(snap, query, options, collection, QueryVectors(self.models))
+
+    def search_in(
+        self,
+        snap: Snapshot,
+        query: str,
+        options: SearchOptions,
+        collection: str,
+        vectors: QueryVectors,
+    ) -> SearchResult:
+        """Search one collection inside an open snapshot."""
+        ranking = self.rank_in(snap, query, options, collection, vectors)
+        rows = [c.row_id for c in ranking.candidates]
+        chunks = snap.chunks(rows)
+        missing = [r for r in rows if r not in chunks]
+        if missing:  # cannot happen within one snapshot; fail loudly rather than drop hits
+            raise RuntimeError(f"snapshot inconsistency: rows {missing[:5]} vanished")
+        hits = pipeline.hydrate(ranking.candidates, chunks, options if options.explain else None)
+        if options.with_tokens:
+            for hit in hits:
+                hit.tokens = count_tokens(hit.text)
+        return SearchResult(hits, ranking.mode, ranking.degraded, ranking.reason)
+
+    def rank(self, query: str, options: SearchOptions, collection: str) -> Ranking:
+        _check_query(query)
+        with self.store.snapshot() as snap:
+            return self.rank_in(snap, query, options, collection, QueryVectors(self.models))
+
+    def rank_in(
+        self,
+        snap: Snapshot,
+        query: str,
+        options: SearchOptions,
+        collection: str,
+        vectors: QueryVectors,
+    ) -> Ranking:
+        """The ranked candidates (row ids with provenance) of one collection."""
+        known = snap.collections()
+        if collection not in known:
+            if collection == DEFAULT_COLLECTION:  # a new, empty index answers with no hits
+                return Ranking([], options.mode or "lexical")
+            raise NotFound(
+                f"no collection {collection!r} in {self.store.location}",
+                f"known collections: {', '.join(sorted(known)) or 'none yet'}",
+            )
+        reader = snap.collection(collection)
+        config = CollectionConfig.from_dict(reader.info.config)
+        stored_model = reader.info.config.get("embedding")
+        embedder = self.models.for_collection(collection, stored_model, reader.size() > 0)
+        terms = self.tokenizer(config).terms(query)
+        bm25 = options.bm25 or config.bm25
+        node, key = options.filter_node, options.filter_key
+
+        def lexical(_: str, depth: int) -> tuple[np.ndarray, np.ndarray]:
+            return reader.lexical(terms, depth, bm25, node, key)
+
+        def dense(text: str, depth: int) -> tuple[np.ndarray, np.ndarray]:
+            vector = vectors.get(embedder, text)  # type: ignore[arg-type]
+            return reader.dense(vector, depth, node, key)
+
+        cache: dict[int, dict[str, Any]] = {}
+
+        def metadata_of(row: int) -> dict[str, Any]:
+            found = cache.get(row)
+            if found is None:
+                found = cache[row] = reader.metadata([row]).get(row, {})
+            return found
+
+        has_dense = bool(stored_model) and embedder is not None
+        ranking = rank(
+            query,
+            options,
+            lexical,
+            dense if has_dense else None,
+            metadata_of,
+            reader.vectors if stored_model else None,
+        )
+        if ranking.mode != "lexical":
+            waiting = reader.pending()
+            if waiting:
+                note = (
+                    f"{waiting} chunk(s) still wait for vectors (the embedding service failed "
+                    "when they were indexed); they are found by the lexical leg only"
+                )
+                ranking.degraded = True
+                ranking.reason = f"{ranking.reason}; {note}" if ranking.reason else note
+        return ranking
+
+    # -- several collections ----------------------------------------------------------
+    def search_many(
+        self,
+        query: str,
+        requests: Sequence[tuple[str, str | None, SearchOptions]],
+    ) -> MultiSearchResult:
+        """Search several collections in one snapshot: (collection, label, options) each.
+
+        Groups come back in request order; `merged` interleaves them by reciprocal rank
+        (scores of different collections do not compare)."""
+        _check_query(query)
+        with self.store.snapshot() as snap:
+            return self.search_many_in(snap, query, requests, QueryVectors(self.models))
+
+    def search_many_in(self, snap, query, requests, vectors) -> MultiSearchResult:
+        groups = [
+            SearchGroup(name, label, self.search_in(snap, query, options, name, vectors))
+            for name, label, options in requests
+        ]
+        order = sorted(
+            ((hit.rank, g, hit) for g, group in enumerate(groups) for hit in group.hits),
+            key=lambda item: (item[0], item[1]),
+        )
+        return MultiSearchResult(groups, [hit for _, _, hit in order])
+
+    # -- context ----------------------------------------------------------------------
+    def context(
+        self,
+        query: str,
+        requests: Sequence[tuple[str, str | None, SearchOptions]],
+        budget: int | None,
+        instruction: str | None = GROUNDING_INSTRUCTION,
+        grouped: bool = False,
+    ) -> PackedContext:
+        """Search, then pack the hits (one labelled section per request when `grouped`)."""
+        _check_query(query)
+        with self.store.snapshot() as snap:
+            vectors = QueryVectors(self.models)
+            if grouped:
+                result = self.search_many_in(snap, query, requests, vectors)
+                sections = [(g.label, list(g.hits)) for g in result.groups]
+            else:
+                name, _, options = requests[0]
+                sections = [(None, list(self.search_in(snap, query, options, name, vectors)))]
+            return self.pack_in(snap, sections, budget, instruction)
+
+    @staticmethod
+    def pack_in(
+        snap: Snapshot,
+        sections: Sequence[tuple[str | None, Sequence[Hit]]],
+        budget: int | None,
+        instruction: str | None,
+    ) -> PackedContext:
+        texts: dict[tuple[str, str], str] = {}
+
+        def document_text(collection: str, doc_id: str) -> str:
+            key = (collection, doc_id)
+            if key not in texts:
+                texts[key] = snap.document_text(collection, doc_id)
+            return texts[key]
+
+        return pack_context(sections, document_text, budget, instruction)
+
+
+class Reading:
+    """Several reads (searches, packing, document text) from one snapshot: a request that
+    returns both hits and a context block shows one version of the index."""
+
+    def __init__(self, searcher: Searcher, snap: Snapshot) -> None:
+        self.searcher = searcher
+        self.snapshot = snap
+        self.vectors = QueryVectors(searcher.models)
+
+    def search(self, query: str, options: SearchOptions, collection: str) -> SearchResult:
+        _check_query(query)
+        return self.searcher.search_in(self.snapshot, query, options, collection, self.vectors)
+
+    def search_many(
+        self, query: str, requests: Sequence[tuple[str, str | None, SearchOptions]]
+    ) -> MultiSearchResult:
+        _check_query(query)
+        return self.searcher.search_many_in(self.snapshot, query, requests, self.vectors)
+
+    def pack(
+        self,
+        sections: Sequence[tuple[str | None, Sequence[Hit]]],
+        budget: int | None = None,
+        instruction: str | None = GROUNDING_INSTRUCTION,
+    ) -> PackedContext:
+        return self.searcher.pack_in(self.snapshot, sections, budget, instruction)
+
+    def document_text(self, collection: str, doc_id: str) -> str:
+        return self.snapshot.document_text(collection, doc_id)

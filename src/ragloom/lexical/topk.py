@@ -1,0 +1,230 @@
+"""Exact BM25 top-k over segments, scoring only the chunks that can still make the top k.
+
+`search` returns the same chunks, scores (to the last bit) and order as scoring every
+matching chunk (`exhaustive`): scores are summed term by term in query order with the same
+arithmetic; ties go to the lower row id. It skips work in two ways (MaxScore with block-max
+bounds): terms whose best possible contribution cannot lift a chunk to the current k-th score
+supply no candidates, and blocks of postings whose bound cannot either are never read.
+The threshold comes from a first pass over the most promising blocks and rises segment by
+segment. Pure numeric code: statistics (N, average length, df) come from the caller.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from ragloom.lexical.bm25 import BM25Params, bm25_weights
+from ragloom.segments.segment import BLOCK, Segment
+
+SMALL_SEGMENT = 4096  # below this many chunks, scoring everything is cheaper than pruning
+SEED_BLOCKS = 8  # blocks per term scored first to set the threshold
+SAFETY = 1e-9  # relative margin: bounds are summed in another order than scores
+
+
+@dataclass(frozen=True)
+class Stats:
+    """Collection-wide BM25 statistics of one version: idf per query term, average length."""
+
+    idf: dict[int, float]
+    avgdl: float
+
+
+@dataclass(frozen=True)
+class Target:
+    """One segment to search: `eligible` marks chunks that may be returned (live, allowed)."""
+
+    segment: Segment
+    eligible: np.ndarray | None  # bool per chunk; None: every chunk
+
+
+def _weights(segment: Segment, stats: Stats, params: BM25Params, term: int):
+    """(docs, BM25 weights) of one term in one segment."""
+    docs, tfs = segment.postings(term)
+    if not len(docs):
+        return docs, np.zeros(0, np.float64)
+    lengths = segment.lengths[docs]
+    return docs, bm25_weights(tfs.astype(np.float64), lengths, stats.idf[term], stats.avgdl, params)
+
+
+def _score_all(target: Target, terms: Sequence[int], stats: Stats, params: BM25Params):
+    """Every matching chunk's score: the reference computation."""
+    segment = target.segment
+    scores = np.zeros(segment.n, np.float64)
+    for term in terms:
+        docs, weights = _weights(segment, stats, params, term)
+        scores[docs] += weights
+    keep = scores > 0
+    if target.eligible is not None:
+        keep &= target.eligible
+    docs = np.flatnonzero(keep)
+    return docs, scores[docs]
+
+
+def _score_docs(
+    segment: Segment, docs: np.ndarray, terms: Sequence[int], stats: Stats, params: BM25Params
+) -> np.ndarray:
+    """Exact scores of the given chunks (ascending chunk numbers), summed in query order."""
+    scores = np.zeros(len(docs), np.float64)
+    for term in terms:
+        postings, tfs = segment.postings(term)
+        if not len(postings) or not len(docs):
+            continue
+        pos = np.searchsorted(postings, docs)
+        pos_c = np.minimum(pos, len(postings) - 1)
+        hit = postings[pos_c] == docs
+        if not hit.any():
+            continue
+        found = pos_c[hit]
+        lengths = segment.lengths[postings[found]]
+        scores[hit] += bm25_weights(
+            tfs[found].astype(np.float64), lengths, stats.idf[term], stats.avgdl, params
+        )
+    return scores
+
+
+def _block_bounds(segment: Segment, index: int, idf: float, stats: Stats, params: BM25Params):
+    """Upper bound of the term's weight in each of its blocks."""
+    lo, hi = int(segment.block_ptr[index]), int(segment.block_ptr[index + 1])
+    max_tf = segment.block_max_tf[lo:hi].astype(np.float64)
+    min_len = segment.block_min_len[lo:hi].astype(np.float64)
+    return bm25_weights(max_tf, min_len, idf, stats.avgdl, params)
+
+
+def _block_docs(segment: Segment, index: int, blocks: np.ndarray) -> np.ndarray:
+    """Chunk numbers in the given blocks of a term."""
+    lo, hi = int(segment.ptr[index]), int(segment.ptr[index + 1])
+    starts = lo + blocks.astype(np.int64) * BLOCK
+    ends = np.minimum(starts + BLOCK, hi)
+    sizes = ends - starts
+    if not len(sizes):
+        return np.zeros(0, np.int64)
+    offsets = np.repeat(starts - np.concatenate(([0], np.cumsum(sizes)[:-1])), sizes)
+    return segment.docs[np.arange(int(sizes.sum())) + offsets].astype(np.int64)
+
+
+class _Best:
+    """The best k (score, row) pairs seen so far, and the score to beat."""
+
+    def __init__(self, k: int) -> None:
+        self.k = k
+        self.rows = np.zeros(0, np.int64)
+        self.scores = np.zeros(0, np.float64)
+
+    def offer(self, rows: np.ndarray, scores: np.ndarray) -> None:
+        """Consider more (row, score) pairs; a row offered twice has the same exact score."""
+        if len(scores) > self.k:  # only the k best (ties kept) can matter
+            floor = np.partition(scores, len(scores) - self.k)[len(scores) - self.k]
+            keep = scores >= floor
+            rows, scores = rows[keep], scores[keep]
+        rows = np.concatenate([self.rows, rows])
+        scores = np.concatenate([self.scores, scores])
+        rows, first = np.unique(rows, return_index=True)
+        scores = scores[first]
+        order = np.lexsort((rows, -scores))[: self.k]
+        self.rows, self.scores = rows[order], scores[order]
+
+    @property
+    def threshold(self) -> float:
+        """A chunk must score at least this to enter (0 until k chunks are known)."""
+        return float(self.scores[-1]) if len(self.scores) >= self.k else 0.0
+
+
+def _pruned(target: Target, terms: Sequence[int], stats: Stats, params: BM25Params, best: _Best):
+    """Offer the segment's candidates that can beat `best`'s threshold."""
+    segment = target.segment
+    unique, counts = np.unique(np.asarray(terms, np.int64), return_counts=True)
+    present = [(int(t), int(m), segment.term_index(int(t))) for t, m in zip(unique, counts)]
+    present = [(t, m, i) for t, m, i in present if i >= 0]
+    if not present:
+        return
+    bounds = {t: m * _block_bounds(segment, i, stats.idf[t], stats, params) for t, m, i in present}
+    upper = {t: float(b.max()) if len(b) else 0.0 for t, b in bounds.items()}
+    total = sum(upper.values())
+
+    def scored(docs: np.ndarray) -> None:
+        docs = np.unique(docs)
+        if target.eligible is not None:
+            docs = docs[target.eligible[docs]]
+        if not len(docs):
+            return
+        scores = _score_docs(segment, docs, terms, stats, params)
+        keep = scores > 0
+        best.offer(segment.rows[docs[keep]], scores[keep])
+
+    # Seed: the most promising blocks of every term, so the threshold starts high.
+    seeds = []
+    for t, _, i in present:
+        order = np.argsort(-bounds[t], kind="stable")[:SEED_BLOCKS]
+        seeds.append(_block_docs(segment, i, np.sort(order)))
+    scored(np.concatenate(seeds))
+    theta = best.threshold * (1.0 - SAFETY)
+    if theta <= 0:
+        _exhaustive_into(target, terms, stats, params, best)
+        return
+    # MaxScore: terms whose bounds together stay below theta cannot make a candidate alone.
+    essential = []
+    running = 0.0
+    for t, _, i in sorted(present, key=lambda item: upper[item[0]]):
+        running += upper[t]
+        if running >= theta:
+            essential.append((t, i))
+    candidates = []
+    for t, i in essential:
+        others = total - upper[t]
+        keep = np.flatnonzero(bounds[t] + others >= theta)
+        if len(keep):
+            candidates.append(_block_docs(segment, i, keep))
+    if candidates:
+        scored(np.concatenate(candidates))
+
+
+def _exhaustive_into(target, terms, stats, params, best: _Best) -> None:
+    docs, scores = _score_all(target, terms, stats, params)
+    best.offer(target.segment.rows[docs], scores)
+
+
+def _selective(target: Target, terms, stats, params, best: _Best) -> bool:
+    """Score the eligible chunks directly when there are few of them; True if done."""
+    if target.eligible is None:
+        return False
+    docs = np.flatnonzero(target.eligible)
+    work = sum(target.segment.df(int(t)) for t in set(terms))
+    if len(docs) * max(len(terms), 1) * 4 >= work:
+        return False
+    scores = _score_docs(target.segment, docs, terms, stats, params)
+    keep = scores > 0
+    best.offer(target.segment.rows[docs[keep]], scores[keep])
+    return True
+
+
+def search(
+    targets: Sequence[Target],
+    terms: Sequence[int],
+    k: int,
+    stats: Stats,
+    params: BM25Params,
+    prune: bool = True,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Top `k` (row ids, scores) over the segments, best first, ties to the lower row id.
+
+    `terms` are the query's term ids in query order, repeats kept (each occurrence counts).
+    With `prune=False` every matching chunk is scored (the reference for tests).
+    """
+    best = _Best(k)
+    if k <= 0 or not terms:
+        return best.rows, best.scores
+    order = sorted(targets, key=lambda target: -target.segment.n)
+    for target in order:
+        if prune and _selective(target, terms, stats, params, best):
+            continue
+        if not prune or target.segment.n < SMALL_SEGMENT:
+            _exhaustive_into(target, terms, stats, params, best)
+        else:
+            _pruned(target, terms, stats, params, best)
+    return best.rows, best.scores
+
+
+WeightsOf = Callable[[Segment, int], tuple[np.ndarray, np.ndarray]]

@@ -1,0 +1,6 @@
+"""Immutable segments: postings, lengths, vectors and metadata columns of a run of chunks.
+
+A collection's searchable state is a list of segments (some in memory, some in files) plus
+per-view deletion masks. Segments never change once built; writes add new small segments and
+merges replace several segments by one, so a search always reads one consistent version.
+"""

@@ -1,0 +1,327 @@
+"""One committed version of a collection: its segments, what is deleted, late vectors.
+
+A `CollectionView` never changes. A write produces a new view that shares every unchanged
+segment with the old one, so a search holding a view keeps reading exactly that version
+while writers move on. Statistics (N, average length, document frequencies) are computed
+from the live chunks of the view, so BM25 scores equal those of a fresh build.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from functools import cached_property
+from typing import Any
+
+import numpy as np
+
+from ragloom.lexical import topk
+from ragloom.lexical.bm25 import BM25Params, bm25_idf
+from ragloom.retrieval.filters import FilterNode
+from ragloom.segments.segment import Segment
+from ragloom.topn import best_first
+
+_NO_DOCS = np.zeros(0, np.int64)
+
+
+@dataclass(frozen=True, eq=False)
+class Part:
+    """A segment as one version sees it: which chunks are deleted, which vectors came late."""
+
+    segment: Segment
+    dead: np.ndarray | None = None  # bool per chunk, True = deleted
+    n_dead: int = 0
+    dead_length: float = 0.0
+    late_docs: np.ndarray = field(default_factory=lambda: _NO_DOCS)  # sorted chunk numbers
+    late_vectors: np.ndarray | None = None  # (len(late_docs), dimension)
+    cache: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    @property
+    def n_live(self) -> int:
+        return self.segment.n - self.n_dead
+
+    @property
+    def live_length(self) -> float:
+        return self.segment.total_length - self.dead_length
+
+    def df(self, term: int) -> int:
+        """Live chunks containing the term."""
+        if not self.n_dead:
+            return self.segment.df(term)
+        key = ("df", term)
+        cached = self.cache.get(key)
+        if cached is None:
+            docs, _ = self.segment.postings(term)
+            cached = self.cache[key] = len(docs) - int(self.dead[docs].sum())  # type: ignore[index]
+        return cached
+
+    def alive(self) -> np.ndarray | None:
+        """Bool per chunk (None when nothing is deleted)."""
+        return None if self.dead is None else ~self.dead
+
+    def deleting(self, docs: np.ndarray) -> Part:
+        """This part with more chunks deleted (chunk numbers; already-dead ones ignored)."""
+        dead = np.zeros(self.segment.n, bool) if self.dead is None else self.dead.copy()
+        docs = np.asarray(docs, np.int64)
+        docs = docs[~dead[docs]]
+        if not len(docs):
+            return self
+        dead[docs] = True
+        keep = ~np.isin(self.late_docs, docs)
+        late = self.late_vectors[keep] if self.late_vectors is not None else None
+        return Part(
+            self.segment,
+            dead,
+            self.n_dead + len(docs),
+            self.dead_length + float(self.segment.lengths[docs].sum()),
+            self.late_docs[keep],
+            late if late is None or len(late) else None,
+        )
+
+    def with_late(self, docs: np.ndarray, vectors: np.ndarray) -> Part:
+        """This part with vectors for chunks that had none (or another model's)."""
+        docs = np.asarray(docs, np.int64)
+        if self.late_vectors is not None:
+            keep = ~np.isin(self.late_docs, docs)
+            docs = np.concatenate([self.late_docs[keep], docs])
+            vectors = np.vstack([self.late_vectors[keep], vectors])
+        order = np.argsort(docs, kind="stable")
+        return replace(self, late_docs=docs[order], late_vectors=vectors[order], cache={})
+
+    def has_vector(self, epoch: int) -> np.ndarray:
+        """Bool per chunk: a usable vector exists (live or not)."""
+        seg = self.segment
+        if seg.has_vector is not None and seg.vector_epoch == epoch:
+            out = np.array(seg.has_vector, bool)
+        else:
+            out = np.zeros(seg.n, bool)
+        out[self.late_docs] = True
+        return out
+
+    def eligible(self, node: FilterNode | None, key: str | None) -> np.ndarray | None:
+        """Live chunks passing the filter (None: every chunk, nothing deleted, no filter)."""
+        if node is None:
+            return self.alive()
+        cache_key = ("filter", key)
+        mask = self.cache.get(cache_key)
+        if mask is None:
+            base = self.segment.cache.get(cache_key)
+            if base is None:
+                base = self.segment.columns.evaluate(node)
+                if len(self.segment.cache) > 64:
+                    self.segment.cache.clear()
+                self.segment.cache[cache_key] = base
+            mask = base if self.dead is None else base & ~self.dead
+            if len(self.cache) > 64:
+                self.cache.clear()
+            self.cache[cache_key] = mask
+        return mask
+
+    def dense(self, query: np.ndarray, k: int, eligible: np.ndarray | None, epoch: int):
+        """Top k (chunk numbers, cosine) of live chunks with a vector, exactly."""
+        seg = self.segment
+        pools = []
+        if seg.vectors is not None and seg.vector_epoch == epoch:
+            ok = np.array(seg.has_vector, bool)
+            ok[self.late_docs] = False  # a late vector replaces the segment's own
+            if eligible is not None:
+                ok &= eligible
+            docs = np.flatnonzero(ok)
+            if len(docs):
+                scores = (
+                    seg.vectors[docs] @ query
+                    if len(docs) < seg.n // 4
+                    else (seg.vectors @ query)[docs]
+                )
+                pools.append((docs, scores))
+        if self.late_vectors is not None and len(self.late_docs):
+            docs = self.late_docs
+            scores = self.late_vectors @ query
+            if eligible is not None:
+                keep = eligible[docs]
+                docs, scores = docs[keep], scores[keep]
+            pools.append((docs, scores))
+        if not pools:
+            return _NO_DOCS, np.zeros(0, np.float32)
+        docs = np.concatenate([p[0] for p in pools])
+        scores = np.concatenate([p[1] for p in pools]).astype(np.float32)
+        best = best_first(np.arange(len(docs)), scores, k)
+        return docs[best], scores[best]
+
+    def vector(self, doc: int, epoch: int) -> np.ndarray | None:
+        """The vector of one chunk, if it has one."""
+        i = int(np.searchsorted(self.late_docs, doc))
+        if i < len(self.late_docs) and int(self.late_docs[i]) == doc:
+            return self.late_vectors[i]  # type: ignore[index]
+        seg = self.segment
+        if seg.vectors is not None and seg.vector_epoch == epoch and seg.has_vector[doc]:  # type: ignore[index]
+            return seg.vectors[doc]
+        return None
+
+
+@dataclass(frozen=True, eq=False)
+class CollectionView:
+    """The searchable state of one collection at one generation of the index."""
+
+    collection_id: int
+    name: str
+    config: Any  # CollectionConfig
+    generation: int
+    parts: tuple[Part, ...]  # ascending row ranges: file segments first, then memory ones
+    files: int = 0  # how many leading parts are file segments
+    flushed_upto: int = 0  # chunk rows <= this live in file segments
+    max_row: int = 0  # highest chunk row this view has seen
+    epoch: int = 0  # vectors of another epoch (another model) are not used
+
+    # -- statistics -------------------------------------------------------------------
+    @cached_property
+    def n_live(self) -> int:
+        return sum(p.n_live for p in self.parts)
+
+    @cached_property
+    def total_length(self) -> float:
+        return sum(p.live_length for p in self.parts)
+
+    @property
+    def avgdl(self) -> float:
+        return self.total_length / self.n_live if self.n_live else 0.0
+
+    def df(self, term: int) -> int:
+        return sum(p.df(term) for p in self.parts)
+
+    @cached_property
+    def n_vectors(self) -> int:
+        """Live chunks with a usable vector."""
+        total = 0
+        for part in self.parts:
+            has = part.has_vector(self.epoch)
+            if part.dead is not None:
+                has &= ~part.dead
+            total += int(has.sum())
+        return total
+
+    @property
+    def n_pending(self) -> int:
+        """Live chunks still waiting for a vector."""
+        return self.n_live - self.n_vectors
+
+    # -- locating rows ----------------------------------------------------------------
+    def locate(self, rows: Sequence[int] | np.ndarray) -> list[tuple[int, np.ndarray, np.ndarray]]:
+        """Group rows by part: (part index, positions in `rows`, chunk numbers) per part."""
+        rows = np.asarray(rows, np.int64)
+        out = []
+        if not len(rows):
+            return out
+        firsts = np.array([p.segment.first_row for p in self.parts], np.int64)
+        which = np.searchsorted(firsts, rows, side="right") - 1
+        for index in np.unique(which[which >= 0]).tolist():
+            positions = np.flatnonzero(which == index)
+            docs = self.parts[index].segment.row_index(rows[positions])
+            found = docs >= 0
+            out.append((index, positions[found], docs[found]))
+        return out
+
+    def live_rows(self, rows: Sequence[int]) -> list[int]:
+        """Which of `rows` are live chunks of this view."""
+        live = []
+        for index, positions, docs in self.locate(rows):
+            dead = self.parts[index].dead
+            keep = positions if dead is None else positions[~dead[docs]]
+            live.extend(int(rows[i]) for i in keep.tolist())
+        return sorted(live)
+
+    def metadata(self, rows: Sequence[int]) -> dict[int, dict[str, Any]]:
+        """Merged metadata (document's and chunk's) of the given rows."""
+        out: dict[int, dict[str, Any]] = {}
+        rows = list(rows)
+        for index, positions, docs in self.locate(rows):
+            columns = self.parts[index].segment.columns
+            for i, doc in zip(positions.tolist(), docs.tolist()):
+                out[rows[i]] = columns.row(doc)
+        return out
+
+    def vectors_of(self, rows: Sequence[int]) -> np.ndarray:
+        """Vectors of the given rows in order (a zero row where a chunk has none)."""
+        dimension = self.dimension or 0
+        out = np.zeros((len(rows), dimension), np.float32)
+        for index, positions, docs in self.locate(rows):
+            part = self.parts[index]
+            for i, doc in zip(positions.tolist(), docs.tolist()):
+                vector = part.vector(doc, self.epoch)
+                if vector is not None:
+                    out[i] = vector
+        return out
+
+    @property
+    def dimension(self) -> int | None:
+        embedding = getattr(self.config, "embedding", None) or {}
+        value = embedding.get("dimension")
+        return int(value) if value else None
+
+    # -- legs -------------------------------------------------------------------------
+    def lexical(
+        self,
+        terms: Sequence[int],
+        k: int,
+        params: BM25Params,
+        where: FilterNode | None = None,
+        where_key: str | None = None,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """BM25 top k (rows, scores) over live chunks passing the filter, exactly."""
+        if k <= 0 or not terms or not self.n_live:
+            return _NO_DOCS, np.zeros(0, np.float64)
+        stats = topk.Stats({t: bm25_idf(self.df(t), self.n_live) for t in set(terms)}, self.avgdl)
+        targets = [topk.Target(p.segment, p.eligible(where, where_key)) for p in self.parts]
+        return topk.search(targets, terms, k, stats, params)
+
+    def dense(
+        self,
+        query: np.ndarray,
+        k: int,
+        where: FilterNode | None = None,
+        where_key: str | None = None,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Top k (rows, cosine) over live chunks with vectors passing the filter."""
+        if k <= 0:
+            return _NO_DOCS, np.zeros(0, np.float32)
+        query = np.asarray(query, np.float32)
+        rows, scores = [], []
+        for part in self.parts:
+            docs, sims = part.dense(query, k, part.eligible(where, where_key), self.epoch)
+            rows.append(part.segment.rows[docs])
+            scores.append(sims)
+        if not rows:
+            return _NO_DOCS, np.zeros(0, np.float32)
+        all_rows = np.concatenate(rows)
+        all_scores = np.concatenate(scores)
+        order = np.lexsort((all_rows, -all_scores))[:k]
+        return all_rows[order], all_scores[order]
+
+    # -- new versions -----------------------------------------------------------------
+    def evolve(
+        self,
+        generation: int,
+        added: Sequence[Part] = (),
+        removed: Sequence[int] = (),
+        late: Mapping[int, np.ndarray] | None = None,
+        **changes: Any,
+    ) -> CollectionView:
+        """The next version: `added` parts appended (rows above every existing one), `removed`
+        rows deleted, `late` vectors attached to existing chunks."""
+        parts = list(self.parts)
+        for index, _, docs in self.locate(list(removed)):
+            parts[index] = parts[index].deleting(docs)
+        if late:
+            rows = sorted(late)
+            for index, positions, docs in self.locate(rows):
+                vectors = np.stack([late[rows[i]] for i in positions.tolist()])
+                parts[index] = parts[index].with_late(docs, vectors)
+        parts.extend(added)
+        max_row = max([self.max_row, *(p.segment.last_row for p in added)])
+        return replace(
+            self,
+            generation=generation,
+            parts=tuple(parts),
+            max_row=max_row,
+            **changes,
+        )

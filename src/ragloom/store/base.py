@@ -1,0 +1,198 @@
+"""The store seam: what the engine needs from storage, whatever the storage is.
+
+`Store.snapshot()` gives a `Snapshot`: one committed version of the whole index, from which a
+search reads everything it uses (ranking, chunk text, metadata, vectors), so it never mixes
+versions. `Store.write()` gives a `Write`: one atomic transaction; in-memory state changes
+only once it has committed. The embedded SQLite store and the PostgreSQL store implement
+this; the engine (chunking, embedding, ranking, packing) is shared.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
+from typing import Any
+
+import numpy as np
+
+from ragloom.lexical.bm25 import BM25Params
+from ragloom.retrieval.filters import FilterNode
+from ragloom.store.records import (
+    CollectionInfo,
+    NewDocument,
+    StoredChunk,
+    StoredDocument,
+    WriteOutcome,
+)
+
+
+class CollectionReader(ABC):
+    """One collection inside a snapshot: the legs and the lookups a search needs."""
+
+    info: CollectionInfo
+
+    @abstractmethod
+    def lexical(
+        self,
+        terms: Sequence[str],
+        k: int,
+        params: BM25Params,
+        where: FilterNode | None = None,
+        where_key: str | None = None,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """BM25 top k (chunk row ids, scores) over live chunks passing `where`; `terms` are the
+        query's index terms in order, repeats kept."""
+
+    @abstractmethod
+    def dense(
+        self,
+        vector: np.ndarray,
+        k: int,
+        where: FilterNode | None = None,
+        where_key: str | None = None,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Top k (chunk row ids, cosine) over live chunks with vectors passing `where`."""
+
+    @abstractmethod
+    def metadata(self, rows: Sequence[int]) -> dict[int, dict[str, Any]]:
+        """Merged metadata (document's and chunk's) of the given rows."""
+
+    @abstractmethod
+    def vectors(self, rows: Sequence[int]) -> np.ndarray:
+        """The rows' vectors in order (zero rows for chunks without one)."""
+
+    @abstractmethod
+    def counts(self) -> dict[str, Any]:
+        """documents, chunks, vectors, pending, terms, avg_chunk_terms."""
+
+    @abstractmethod
+    def size(self) -> int:
+        """Live chunks in the collection."""
+
+    @abstractmethod
+    def pending(self) -> int:
+        """Live chunks waiting for a vector."""
+
+    @abstractmethod
+    def chunk_documents(self) -> dict[int, str]:
+        """Chunk row id -> document id, for the whole collection (evaluation)."""
+
+
+class Snapshot(ABC):
+    """One committed version of the index."""
+
+    generation: int
+
+    @abstractmethod
+    def collections(self) -> dict[str, CollectionInfo]:
+        """Every collection by name."""
+
+    @abstractmethod
+    def collection(self, name: str) -> CollectionReader:
+        """A collection's reader; `NotFound` when there is no such collection."""
+
+    @abstractmethod
+    def content_hashes(self, collection: str, doc_ids: Sequence[str]) -> dict[str, str]:
+        """Stored content hash of each of `doc_ids` that exists in the collection."""
+
+    @abstractmethod
+    def chunks(self, rows: Sequence[int]) -> dict[int, StoredChunk]:
+        """Chunks with their documents for the given row ids (all of them: same version)."""
+
+    @abstractmethod
+    def document_text(self, collection: str, doc_id: str) -> str:
+        """A stored document's full text; `NotFound` when missing."""
+
+    @abstractmethod
+    def documents(
+        self, collection: str | None, offset: int = 0, limit: int = 100
+    ) -> list[StoredDocument]:
+        """A page of documents ordered by collection, then id."""
+
+    @abstractmethod
+    def document_counts(self) -> dict[str, dict[str, int]]:
+        """documents and chunks per collection."""
+
+
+class Write(ABC):
+    """One atomic write. Everything is visible to searches after commit, or nothing."""
+
+    @abstractmethod
+    def ensure_collection(self, name: str, config: dict[str, Any]) -> CollectionInfo:
+        """The collection, created with `config` if it does not exist."""
+
+    @abstractmethod
+    def set_config(self, collection: CollectionInfo, config: dict[str, Any]) -> None:
+        """Replace a collection's configuration."""
+
+    @abstractmethod
+    def content_hashes(self, collection: CollectionInfo, doc_ids: Sequence[str]) -> dict[str, str]:
+        """Stored content hash of each of `doc_ids` that exists."""
+
+    @abstractmethod
+    def put(self, collection: CollectionInfo, documents: Sequence[NewDocument]) -> WriteOutcome:
+        """Store documents, each replacing all chunks of a stored document of the same id."""
+
+    @abstractmethod
+    def delete(self, collection: CollectionInfo, doc_id: str) -> int | None:
+        """Remove a document and every trace of it; chunks removed, or None if not stored."""
+
+    @abstractmethod
+    def set_vectors(
+        self, collection: CollectionInfo, rows: Sequence[int], vectors: np.ndarray
+    ) -> int:
+        """Give pending chunks their vectors (rows that vanished meanwhile are skipped)."""
+
+    @abstractmethod
+    def reset_vectors(self, collection: CollectionInfo, config: dict[str, Any]) -> None:
+        """Switch the collection to another embedding (config): every chunk becomes pending."""
+
+
+class Store(ABC):
+    """A place documents, chunks, vectors and their indexes live."""
+
+    location: str  # for messages: a file path or a database URL without password
+    read_only: bool = False
+
+    @abstractmethod
+    def snapshot(self) -> AbstractContextManager[Snapshot]:
+        """One committed version to read from (never waits for a writer)."""
+
+    @abstractmethod
+    def write(self) -> AbstractContextManager[Write]:
+        """One atomic write (waits for other writers)."""
+
+    @abstractmethod
+    def collections(self) -> dict[str, CollectionInfo]:
+        """Every collection by name (latest committed version)."""
+
+    @abstractmethod
+    def pending(self, collection: CollectionInfo, limit: int) -> list[tuple[int, str | None, str]]:
+        """Up to `limit` chunks waiting for a vector: (row id, title, text)."""
+
+    @abstractmethod
+    def chunk_texts(self, collection: CollectionInfo) -> list[tuple[int, str | None, str]]:
+        """Every chunk of a collection: (row id, document title, chunk text)."""
+
+    @abstractmethod
+    def reusable_vectors(
+        self,
+        collection: CollectionInfo,
+        model: str,
+        doc_ids: Sequence[str],
+        hashes: Sequence[bytes],
+    ) -> dict[bytes, np.ndarray]:
+        """Vectors already computed by `model` for embedding texts with these hashes: the live
+        chunks of `doc_ids` (re-indexing an edited document) and the cache of deleted ones."""
+
+    @abstractmethod
+    def check(self) -> list[str]:
+        """Problems found by a full consistency check (empty: healthy)."""
+
+    def maintain(self, wait: bool = True) -> None:  # noqa: B027 (optional hook)
+        """Run pending background work (flushes, merges) now; a no-op where there is none."""
+
+    @abstractmethod
+    def close(self) -> None:
+        """Release connections and background threads."""

@@ -1,0 +1,84 @@
+"""What goes into a store and what comes out of it: plain records, no storage logic."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ragloom.models import Document
+
+
+@dataclass(frozen=True)
+class StoredDocument:
+    """A document row as the store keeps it (without its text)."""
+
+    doc_id: str
+    collection: str
+    source: str | None
+    title: str | None
+    metadata: dict[str, Any]
+    content_hash: str
+    chunks: int
+    indexed_at: float
+
+
+@dataclass(frozen=True)
+class StoredChunk:
+    """A chunk row joined with its document, ready to become a hit."""
+
+    row_id: int
+    chunk_id: str
+    document_id: str
+    n: int
+    text: str
+    start: int
+    end: int
+    metadata: dict[str, Any]
+    source: str | None
+    title: str | None
+    collection: str
+
+
+@dataclass(frozen=True, eq=False)
+class NewChunk:
+    """A chunk to store: its span, metadata, index terms (repeats kept) and vector (None:
+    pending, to be filled when the embedding service answers)."""
+
+    n: int
+    text: str
+    start: int
+    end: int
+    metadata: dict[str, Any]
+    terms: list[str]
+    vector: np.ndarray | None = None
+
+
+@dataclass(frozen=True, eq=False)
+class NewDocument:
+    """A document to store (replacing any stored document of the same id) with its chunks."""
+
+    document: Document
+    content_hash: str
+    chunks: list[NewChunk]
+
+
+@dataclass
+class WriteOutcome:
+    """What a store write did."""
+
+    documents: int = 0
+    chunks: int = 0
+    removed_chunks: int = 0
+    pending: int = 0  # chunks stored without a vector
+    rows: list[int] = field(default_factory=list)  # row ids of the chunks added
+
+
+@dataclass(frozen=True)
+class CollectionInfo:
+    """A collection's id and stored configuration."""
+
+    id: int
+    name: str
+    config: dict[str, Any]

@@ -1,0 +1,306 @@
+"""Background work of a writing process: flushing new chunks to segment files, merging them.
+
+New chunks live in memory (and in their SQLite rows) until there are `flush_rows` of them;
+then they are written as one immutable segment file. Segment files are merged by the tiered
+policy (`ragloom.segments.policy`). Each step builds its file from one view without holding
+any lock, then commits the manifest change in one short write transaction, re-checking that
+nobody changed the same segments meanwhile; deletes and vectors that arrived during the step
+stay recorded (`removed`, `vectors`) and are applied to the new segment. A crash at any point
+leaves either the old segments or the new one in the manifest, never half of either.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import threading
+import time
+import uuid
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ragloom.errors import StoreError
+from ragloom.segments.persist import save_segment
+from ragloom.segments.policy import plan_merge
+from ragloom.segments.view import CollectionView, Part
+from ragloom.store.sqlite.errors import from_os
+from ragloom.store.sqlite.views import merge_parts, read_collections
+
+log = logging.getLogger("ragloom.store")
+
+FLUSH_ROWS = int(os.environ.get("RAGLOOM_FLUSH_ROWS", "20000"))
+MERGE_FACTOR = int(os.environ.get("RAGLOOM_MERGE_FACTOR", "10"))
+RETIRED_GRACE = 60.0  # seconds a merged-away file stays for readers of older versions
+ORPHAN_AGE = 600.0  # files not in the manifest are removed once this old
+
+
+class Maintenance:
+    """A daemon thread doing flushes and merges after writes; `run_now` does them inline."""
+
+    def __init__(self, store: Any, flush_rows: int | None = None, factor: int | None = None):
+        self.store = store
+        self.flush_rows = flush_rows or FLUSH_ROWS
+        self.factor = factor or MERGE_FACTOR
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()  # one step at a time in this process
+        self.background = os.environ.get("RAGLOOM_BACKGROUND", "1") != "0"
+
+    def nudge(self) -> None:
+        """Ask for a round of work (after a write)."""
+        if not self.background:
+            return
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._loop, name="ragloom-merge", daemon=True)
+            self._thread.start()
+        self._wake.set()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join(timeout=60)
+            self._thread = None
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            self._wake.wait()
+            self._wake.clear()
+            try:
+                while not self._stop.is_set() and self.step():
+                    pass
+            except Exception:  # keep serving; the next write retries
+                log.exception("background merge failed")
+
+    def run_now(self) -> None:
+        """Do every pending flush and merge now, in this thread."""
+        while self.step():
+            pass
+
+    # -- one step ---------------------------------------------------------------------
+    def step(self) -> bool:
+        """One flush or merge if any is due; True when something was done."""
+        with self._lock:
+            store = self.store
+            with store.snapshot() as snap:
+                rows = snap.rows
+                views = [snap.collection(name).view for name in sorted(rows)]
+            for view in views:
+                if self._flush_due(view):
+                    return self._flush(view)
+                plan = self._merge_plan(view)
+                if plan is not None:
+                    return self._merge(view, *plan)
+            self._clean_files()
+            return False
+
+    def _flush_due(self, view: CollectionView) -> bool:
+        memory = view.parts[view.files :]
+        return sum(p.segment.n for p in memory) >= self.flush_rows
+
+    def _merge_plan(self, view: CollectionView) -> tuple[int, int] | None:
+        files = view.parts[: view.files]
+        plan = plan_merge(
+            [p.segment.n for p in files],
+            [p.n_dead for p in files],
+            self.factor,
+            self.flush_rows,
+        )
+        if plan is None or plan[1] - plan[0] < 1:
+            return None
+        return plan
+
+    def _flush(self, view: CollectionView) -> bool:
+        memory = view.parts[view.files :]
+        upto = memory[-1].segment.last_row
+        return self._replace(view, view.files, len(view.parts), upto)
+
+    def _merge(self, view: CollectionView, i: int, j: int) -> bool:
+        return self._replace(view, i, j, view.flushed_upto)
+
+    def _replace(self, view: CollectionView, i: int, j: int, upto: int) -> bool:
+        """Write parts [i, j) of `view` as one segment file and commit it in their place."""
+        store = self.store
+        parts = view.parts[i:j]
+        segment = merge_parts(parts, view.epoch, view.dimension)
+        name = f"c{view.collection_id}-{uuid.uuid4().hex[:16]}"
+        size = 0
+        if segment.n:
+            try:
+                store.files.folder.mkdir(exist_ok=True)
+                size = save_segment(segment, store.files.path(name))
+            except OSError as exc:
+                raise from_os(exc, f"segment file {name}") from None
+            segment = store.files.get(name)  # the mapped file, not the arrays in memory
+        old_names = [p.segment.name for p in parts if p.segment.name]
+        flush = i >= view.files
+        span = (
+            (view.flushed_upto + 1, upto)
+            if flush
+            else (parts[0].segment.first_row, parts[-1].segment.last_row)
+        )
+        committed = False
+        with store.write_lock:  # commit and publish before any other write of this process
+            try:
+                with store.write() as write:
+                    current = self._commit(
+                        write, view, name, segment.n, size, old_names, span, upto
+                    )
+                    if current is None:
+                        return False
+                    generation = write.generation
+                    committed = True
+            finally:
+                if not committed and segment.n:
+                    with contextlib.suppress(OSError):
+                        store.files.path(name).unlink()
+            new_part = _carry_over(segment, current) if segment.n else None
+            store.publish_view(_replaced(current, view, i, j, new_part, upto, generation, flush))
+        store.files.forget(old_names)
+        return True
+
+    def _commit(self, write, view, name, n, size, old_names, span, upto) -> CollectionView | None:
+        """The manifest change, if nobody changed these segments meanwhile; returns the
+        collection's view just before this write (None: nothing done)."""
+        store = self.store
+        conn = write.conn
+        row = read_collections(conn).get(view.name)
+        if row is None or row.id != view.collection_id or row.layout > view.generation:
+            return None  # settings changed, or another process flushed or merged
+        live = {
+            n
+            for (n,) in conn.execute(
+                "SELECT name FROM segments WHERE collection_id = ? AND retired IS NULL", (row.id,)
+            )
+        }
+        if not set(old_names) <= live or row.flushed_upto != view.flushed_upto:
+            return None
+        store.prepare_view(conn, row.id)
+        current = store.current_view(row.id)
+        if current is None:
+            return None
+        generation = write.generation
+        first, last = span
+        if n:
+            conn.execute(
+                "INSERT INTO segments (name, collection_id, first_row, last_row, chunks, bytes,"
+                " created) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (name, row.id, first, last, n, size, generation),
+            )
+        for old in old_names:
+            conn.execute(
+                "UPDATE segments SET retired = ?, retired_at = ? WHERE name = ?",
+                (generation, time.time(), old),
+            )
+        # Deletes and vectors the new file already reflects are no longer needed.
+        for table in ("removed", "vectors"):
+            conn.execute(
+                f"DELETE FROM {table} WHERE collection_id = ? AND chunk_id BETWEEN ? AND ?"
+                " AND generation <= ?",
+                (row.id, first, last, view.generation),
+            )
+        conn.execute(
+            "UPDATE collections SET flushed_upto = ?, layout = ?, changed = ? WHERE id = ?",
+            (upto, generation, generation, row.id),
+        )
+        write.touched.add(row.id)
+        return current
+
+    def _clean_files(self) -> None:
+        """Delete files merged away long enough ago, and files no manifest lists."""
+        store = self.store
+        folder: Path = store.files.folder
+        if not folder.is_dir():
+            return
+        now = time.time()
+        with store.snapshot() as snap:
+            listed = {
+                name: retired_at
+                for name, retired_at in snap.conn.execute("SELECT name, retired_at FROM segments")
+            }
+        expired = [n for n, at in listed.items() if at is not None and now - at > RETIRED_GRACE]
+        for entry in folder.iterdir():
+            name = entry.name.split(".")[0]
+            try:
+                age = now - entry.stat().st_mtime
+            except OSError:
+                continue
+            orphan = name not in listed and age > ORPHAN_AGE
+            if name in expired or orphan:
+                with contextlib.suppress(OSError):
+                    entry.unlink()
+        if expired:
+            try:
+                with store.write() as write:
+                    write.conn.executemany(
+                        "DELETE FROM segments WHERE name = ?", [(n,) for n in expired]
+                    )
+            except StoreError:
+                pass
+
+
+def _carry_over(segment, current: CollectionView) -> Part:
+    """The new segment as a part of `current`: rows deleted and vectors filled since."""
+    part = Part(segment)
+    live = set(current.live_rows(segment.rows.tolist()))
+    gone = [r for r in segment.rows.tolist() if r not in live]
+    if gone:
+        part = part.deleting(segment.row_index(np.array(gone, np.int64)))
+    if segment.has_vector is not None:
+        missing = segment.rows[~segment.has_vector].tolist()
+        if missing:
+            vectors = current.vectors_of(missing)
+            found = [(r, v) for r, v in zip(missing, vectors) if v.any()]
+            if found:
+                docs = segment.row_index(np.array([r for r, _ in found], np.int64))
+                part = part.with_late(docs, np.stack([v for _, v in found]))
+    return part
+
+
+def _replaced(
+    current: CollectionView,
+    view: CollectionView,
+    i: int,
+    j: int,
+    new_part: Part | None,
+    upto: int,
+    generation: int,
+    flush: bool,
+) -> CollectionView:
+    """`current` with the new segment in place of what it replaces."""
+    files = list(current.parts[: current.files])
+    memory = list(current.parts[current.files :])
+    added = [new_part] if new_part is not None else []
+    if flush:
+        files += added
+        kept = []
+        for part in memory:  # in-memory segments may have been merged across `upto`
+            if part.segment.last_row <= upto:
+                continue
+            if part.segment.first_row > upto:
+                kept.append(part)
+                continue
+            hide = part.segment.rows <= upto
+            dead = hide if part.dead is None else (part.dead | hide)
+            rebuilt = merge_parts([replace(part, dead=dead)], current.epoch, current.dimension)
+            if rebuilt.n:
+                kept.append(Part(rebuilt))
+        memory = kept
+    else:
+        names = {p.segment.name for p in view.parts[i:j]}
+        at = next(k for k, p in enumerate(files) if p.segment.name in names)
+        files = [p for p in files if p.segment.name not in names]
+        files[at:at] = added
+    return replace(
+        current,
+        generation=generation,
+        parts=tuple(files + memory),
+        files=len(files),
+        flushed_upto=upto,
+        max_row=max(current.max_row, upto),
+    )

@@ -1,0 +1,212 @@
+"""Reading one committed version of the embedded index: a read transaction plus the views
+that match its generation exactly."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ragloom.errors import NotFound
+from ragloom.lexical.bm25 import BM25Params
+from ragloom.retrieval.filters import FilterNode
+from ragloom.segments.view import CollectionView
+from ragloom.store.base import CollectionReader, Snapshot
+from ragloom.store.records import CollectionInfo, StoredChunk, StoredDocument
+from ragloom.store.sqlite.views import CollectionRow
+from ragloom.store.sqlite.write import rows_in
+
+
+class SQLiteCollection(CollectionReader):
+    """One collection of a snapshot, searched through its view."""
+
+    def __init__(self, snapshot: SQLiteSnapshot, row: CollectionRow, view: CollectionView) -> None:
+        self.snapshot = snapshot
+        self.row = row
+        self.view = view
+        self.info = CollectionInfo(row.id, row.name, row.config)
+
+    def lexical(
+        self,
+        terms: Sequence[str],
+        k: int,
+        params: BM25Params,
+        where: FilterNode | None = None,
+        where_key: str | None = None,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        ids = self.snapshot.term_ids(terms)
+        return self.view.lexical(ids, k, params, where, where_key)
+
+    def dense(
+        self,
+        vector: np.ndarray,
+        k: int,
+        where: FilterNode | None = None,
+        where_key: str | None = None,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        return self.view.dense(vector, k, where, where_key)
+
+    def metadata(self, rows: Sequence[int]) -> dict[int, dict[str, Any]]:
+        return self.view.metadata(rows)
+
+    def vectors(self, rows: Sequence[int]) -> np.ndarray:
+        return self.view.vectors_of(rows)
+
+    def counts(self) -> dict[str, Any]:
+        conn = self.snapshot.conn
+        documents = conn.execute(
+            "SELECT count(*) FROM documents WHERE collection_id = ?", (self.row.id,)
+        ).fetchone()[0]
+        view = self.view
+        return {
+            "documents": int(documents),
+            "chunks": view.n_live,
+            "vectors": view.n_vectors if view.dimension else 0,
+            "pending": view.n_pending if view.dimension or self.info.config.get("embedding") else 0,
+            "terms": self.snapshot.store.vocabulary_size(view),
+            "avg_chunk_terms": round(view.avgdl, 2),
+            "segments": {"files": view.files, "memory": len(view.parts) - view.files},
+        }
+
+    def size(self) -> int:
+        return self.view.n_live
+
+    def pending(self) -> int:
+        return self.view.n_pending if self.info.config.get("embedding") else 0
+
+    def chunk_documents(self) -> dict[int, str]:
+        return dict(
+            self.snapshot.conn.execute(
+                "SELECT c.id, d.doc_id FROM chunks c JOIN documents d ON d.id = c.document_id"
+                " WHERE c.collection_id = ?",
+                (self.row.id,),
+            )
+        )
+
+
+class SQLiteSnapshot(Snapshot):
+    """A read transaction on this thread's connection, at generation `generation`."""
+
+    def __init__(
+        self, store: Any, conn: sqlite3.Connection, generation: int, rows: dict[str, CollectionRow]
+    ) -> None:
+        self.store = store
+        self.conn = conn
+        self.generation = generation
+        self.rows = rows
+        self._readers: dict[str, SQLiteCollection] = {}
+
+    def collections(self) -> dict[str, CollectionInfo]:
+        return {name: CollectionInfo(r.id, r.name, r.config) for name, r in self.rows.items()}
+
+    def collection(self, name: str) -> SQLiteCollection:
+        reader = self._readers.get(name)
+        if reader is not None:
+            return reader
+        row = self.rows.get(name)
+        if row is None:
+            raise NotFound(
+                f"no collection {name!r} in {self.store.location}",
+                f"known collections: {', '.join(sorted(self.rows)) or 'none yet'}",
+            )
+        view = self.store.view_at(self.conn, row, self.generation)
+        reader = self._readers[name] = SQLiteCollection(self, row, view)
+        return reader
+
+    def term_ids(self, terms: Sequence[str]) -> list[int]:
+        """Ids of the terms the vocabulary knows, in order (unknown terms are left out)."""
+        vocab = self.store.terms.lookup(self.conn, set(terms))
+        return [vocab[t] for t in terms if t in vocab]
+
+    def content_hashes(self, collection: str, doc_ids: Sequence[str]) -> dict[str, str]:
+        row = self.rows.get(collection)
+        if row is None or not doc_ids:
+            return {}
+        sql = (
+            "SELECT doc_id, content_hash FROM documents"
+            " WHERE collection_id = ? AND doc_id IN ({marks})"
+        )
+        return dict(rows_in(self.conn, sql, [row.id], list(doc_ids)))
+
+    def chunks(self, rows: Sequence[int]) -> dict[int, StoredChunk]:
+        if not len(rows):
+            return {}
+        records = rows_in(
+            self.conn,
+            'SELECT k.id, k.n, k.text, k.start, k."end", k.metadata, d.doc_id, d.source,'
+            " d.title, d.metadata, c.name FROM chunks k"
+            " JOIN documents d ON d.id = k.document_id"
+            " JOIN collections c ON c.id = d.collection_id WHERE k.id IN ({marks})",
+            [],
+            [int(r) for r in rows],
+        )
+        out = {}
+        for row_id, n, text, start, end, meta, doc_id, source, title, doc_meta, name in records:
+            metadata = json.loads(doc_meta)
+            if meta:
+                metadata = {**metadata, **json.loads(meta)}
+            out[row_id] = StoredChunk(
+                row_id, f"{doc_id}-{n}", doc_id, n, text, start, end, metadata, source, title, name
+            )
+        return out
+
+    def document_text(self, collection: str, doc_id: str) -> str:
+        row = self.rows.get(collection)
+        found = None
+        if row is not None:
+            found = self.conn.execute(
+                "SELECT id, length, gaps FROM documents WHERE collection_id = ? AND doc_id = ?",
+                (row.id, doc_id),
+            ).fetchone()
+        if found is None:
+            raise NotFound(f"no document {doc_id!r} in collection {collection!r}")
+        document, length, gaps = found
+        pieces = [(start, text) for start, text in json.loads(gaps)] if gaps else []
+        pieces += self.conn.execute(
+            "SELECT start, text FROM chunks WHERE document_id = ?", (document,)
+        ).fetchall()
+        return stitch(pieces, int(length))
+
+    def documents(
+        self, collection: str | None, offset: int = 0, limit: int = 100
+    ) -> list[StoredDocument]:
+        where, params = "", ()
+        if collection is not None:
+            row = self.rows.get(collection)
+            if row is None:
+                raise NotFound(f"no collection {collection!r} in {self.store.location}")
+            where, params = "WHERE d.collection_id = ?", (row.id,)
+        rows = self.conn.execute(
+            f"SELECT d.doc_id, c.name, d.source, d.title, d.metadata, d.content_hash,"
+            f" (SELECT count(*) FROM chunks k WHERE k.document_id = d.id), d.indexed_at"
+            f" FROM documents d JOIN collections c ON c.id = d.collection_id {where}"
+            f" ORDER BY c.name, d.doc_id LIMIT ? OFFSET ?",
+            (*params, limit, offset),
+        ).fetchall()
+        return [
+            StoredDocument(r[0], r[1], r[2], r[3], json.loads(r[4]), r[5], r[6], r[7]) for r in rows
+        ]
+
+    def document_counts(self) -> dict[str, dict[str, int]]:
+        rows = self.conn.execute(
+            "SELECT c.name, (SELECT count(*) FROM documents d WHERE d.collection_id = c.id),"
+            " (SELECT count(*) FROM chunks k WHERE k.collection_id = c.id)"
+            " FROM collections c ORDER BY c.name"
+        ).fetchall()
+        return {name: {"documents": docs, "chunks": chunks} for name, docs, chunks in rows}
+
+
+def stitch(pieces: list[tuple[int, str]], length: int) -> str:
+    """A document's text from its chunks and gaps (spans may overlap; each is exact)."""
+    out: list[str] = []
+    pos = 0
+    for start, text in sorted(pieces, key=lambda p: p[0]):
+        end = start + len(text)
+        if end > pos:
+            out.append(text[pos - start :] if start < pos else text)
+            pos = end
+    text = "".join(out)
+    return text[:length]

@@ -1,0 +1,383 @@
+"""The embedded store: one SQLite file (WAL) plus segment files beside it.
+
+Consistency rules, in one place:
+- A search reads inside a read transaction and uses the views of exactly that transaction's
+  generation (`view_at`), so ranking and chunk text come from one committed version.
+- A write runs in one `BEGIN IMMEDIATE` transaction; the views it changes are published only
+  after COMMIT succeeded (`_publish`): a failed write leaves file and memory as they were.
+- Readers never take the write lock, at open included; a read-only file opens for search.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sqlite3
+import threading
+from collections import deque
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ragloom.errors import StorageError, StoreError
+from ragloom.segments.view import CollectionView, Part
+from ragloom.store.base import Store
+from ragloom.store.records import CollectionInfo
+from ragloom.store.sqlite import connect as connecting
+from ragloom.store.sqlite.errors import from_sqlite
+from ragloom.store.sqlite.snapshot import SQLiteSnapshot
+from ragloom.store.sqlite.views import (
+    CollectionRow,
+    SegmentFiles,
+    SegmentMissing,
+    catch_up,
+    compact_memory,
+    load_view,
+    read_collections,
+)
+from ragloom.store.sqlite.write import SQLiteWrite, rows_in, text_hash
+
+HISTORY = 8  # recent views kept per collection, for snapshots a little behind the newest
+
+
+class TermCache:
+    """term -> id for committed vocabulary (ids never change once committed)."""
+
+    LIMIT = 3_000_000
+
+    def __init__(self) -> None:
+        self._ids: dict[str, int] = {}
+
+    def known(self, terms: set[str]) -> dict[str, int]:
+        ids = self._ids
+        return {t: ids[t] for t in terms if t in ids}
+
+    def lookup(self, conn: sqlite3.Connection, terms: set[str]) -> dict[str, int]:
+        found = self.known(terms)
+        missing = [t for t in terms if t not in found]
+        if missing:
+            rows = rows_in(conn, "SELECT term, id FROM terms WHERE term IN ({marks})", [], missing)
+            found.update(rows)
+            self.add(dict(rows))
+        return found
+
+    def add(self, pairs: dict[str, int]) -> None:
+        if len(self._ids) + len(pairs) > self.LIMIT:
+            self._ids = {}
+        self._ids.update(pairs)
+
+
+class SQLiteStore(Store):
+    """An index file: snapshots to read, transactions to write, views kept in step."""
+
+    def __init__(self, path: str | Path, create: bool = True, read_only: bool = False) -> None:
+        self.path = Path(path)
+        self.location = str(self.path)
+        state = connecting.open_file(self.path, create, read_only)
+        self.read_only = not state.writable
+        self._immutable = state.immutable
+        self.files = SegmentFiles(self.path.with_name(self.path.name + "-segments"))
+        self.terms = TermCache()
+        self._write_lock = threading.RLock()
+        self._views_lock = threading.Lock()
+        self._views: dict[int, deque[CollectionView]] = {}
+        self._local = threading.local()
+        self._readers: list[sqlite3.Connection] = []
+        self._readers_lock = threading.Lock()
+        self._writer: sqlite3.Connection | None = None
+        self._closed = False
+        if state.version < connecting.SCHEMA_VERSION:
+            from ragloom.store.sqlite.migrate import migrate
+
+            if self.read_only:
+                raise StoreError(
+                    f"{self.path} uses an older index format (schema {state.version})",
+                    "open it once where it can be written to upgrade it",
+                )
+            migrate(self)
+        self.maintenance: Any = None
+        if not self.read_only:
+            from ragloom.store.sqlite.maintenance import Maintenance
+
+            self.maintenance = Maintenance(self)
+
+    # -- connections ------------------------------------------------------------------
+    def _reader(self) -> sqlite3.Connection:
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            if self._closed:
+                raise StoreError(f"{self.path} is closed")
+            conn = connecting.connect(self.path, read_only=True, immutable=self._immutable)
+            self._local.conn = conn
+            with self._readers_lock:
+                self._readers.append(conn)
+        return conn
+
+    def writer(self) -> sqlite3.Connection:
+        if self.read_only:
+            raise StorageError(
+                f"{self.path} is open for search only (the file or its folder is read-only)",
+                "fix the permissions to index or delete",
+            )
+        if self._writer is None:
+            self._writer = connecting.connect(self.path, read_only=False)
+        return self._writer
+
+    def close(self) -> None:
+        if self.maintenance is not None:
+            self.maintenance.stop()
+        with self._write_lock, self._readers_lock:
+            self._closed = True
+            for conn in self._readers:
+                conn.close()
+            self._readers.clear()
+            if self._writer is not None:
+                self._writer.close()
+                self._writer = None
+
+    # -- reading ----------------------------------------------------------------------
+    @contextlib.contextmanager
+    def snapshot(self) -> Iterator[SQLiteSnapshot]:
+        """A read transaction on this thread's connection; a snapshot opened inside another
+        one on the same thread is that same snapshot (nested reads see the same version)."""
+        current = getattr(self._local, "snapshot", None)
+        if current is not None:
+            yield current
+            return
+        conn = self._reader()
+        try:
+            conn.execute("BEGIN")
+            generation = int(
+                conn.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()[0]
+            )
+            rows = read_collections(conn)
+        except sqlite3.Error as exc:
+            with contextlib.suppress(sqlite3.Error):
+                conn.execute("ROLLBACK")
+            raise from_sqlite(exc, str(self.path)) from None
+        snap = SQLiteSnapshot(self, conn, generation, rows)
+        self._local.snapshot = snap
+        try:
+            yield snap
+        except SegmentMissing as exc:
+            raise StoreError(
+                f"{self.path}: segment file {exc} was merged away during a long read", "retry"
+            ) from None
+        except sqlite3.Error as exc:
+            raise from_sqlite(exc, str(self.path)) from None
+        finally:
+            self._local.snapshot = None
+            with contextlib.suppress(sqlite3.Error):
+                conn.execute("COMMIT")
+
+    def collections(self) -> dict[str, CollectionInfo]:
+        with self.snapshot() as snap:
+            return snap.collections()
+
+    def current_view(self, collection_id: int) -> CollectionView | None:
+        history = self._views.get(collection_id)
+        return history[-1] if history else None
+
+    def view_at(
+        self, conn: sqlite3.Connection, row: CollectionRow, generation: int
+    ) -> CollectionView:
+        """The collection's view at exactly `generation` (the snapshot `conn` is in)."""
+        base = None
+        for view in reversed(self._views.get(row.id, ())):
+            if view.generation <= generation:
+                base = view
+                break
+        if base is not None and base.generation == generation:
+            return base
+        if base is None:
+            view = load_view(conn, row, generation, self.files)
+        else:
+            view = catch_up(conn, base, row, generation, self.files)
+        self._remember(view)
+        return view
+
+    def _remember(self, view: CollectionView) -> None:
+        with self._views_lock:
+            history = self._views.setdefault(view.collection_id, deque(maxlen=HISTORY))
+            if not history or history[-1].generation < view.generation:
+                history.append(view)
+
+    def prepare_view(self, conn: sqlite3.Connection, collection_id: int) -> None:
+        """Inside a write, before its changes: bring the collection's view to the database's
+        committed state, so this write's changes apply on top of it."""
+        generation = int(
+            conn.execute("SELECT value FROM meta WHERE key='generation'").fetchone()[0]
+        )
+        current = self.current_view(collection_id)
+        if current is not None and current.generation == generation:
+            return
+        rows = {r.id: r for r in read_collections(conn).values()}
+        row = rows.get(collection_id)
+        if row is None:
+            return
+        self.view_at(conn, row, generation)
+
+    def vocabulary_size(self, view: CollectionView) -> int:
+        """Distinct terms in the collection's segments (deleted chunks' terms until merged)."""
+        key = ("vocabulary", view.generation)
+        cached = view.parts[0].cache.get(key) if view.parts else 0
+        if cached is None:
+            arrays = [p.segment.terms for p in view.parts]
+            cached = int(len(np.unique(np.concatenate(arrays)))) if arrays else 0
+            view.parts[0].cache[key] = cached
+        return int(cached or 0)
+
+    # -- writing ----------------------------------------------------------------------
+    @property
+    def write_lock(self) -> threading.RLock:
+        """Held by every write of this process; hold it across a commit and the publish of
+        views built outside `write()` (maintenance), so views change in commit order."""
+        return self._write_lock
+
+    @contextlib.contextmanager
+    def write(self) -> Iterator[SQLiteWrite]:
+        with self._write_lock:
+            conn = self.writer()
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+                before = int(
+                    conn.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()[0]
+                )
+            except sqlite3.Error as exc:
+                self._rollback(conn)
+                raise from_sqlite(exc, str(self.path)) from None
+            write = SQLiteWrite(self, conn, before + 1)
+            try:
+                yield write
+                write.finish()
+            except sqlite3.Error as exc:
+                self._rollback(conn)
+                raise from_sqlite(exc, str(self.path)) from None
+            except BaseException:
+                self._rollback(conn)
+                raise
+            try:
+                conn.execute("COMMIT")
+            except sqlite3.Error as exc:
+                self._rollback(conn)
+                raise from_sqlite(exc, str(self.path)) from None
+            self._publish(write)
+        if write.changes and self.maintenance is not None:
+            self.maintenance.nudge()
+
+    @staticmethod
+    def _rollback(conn: sqlite3.Connection) -> None:
+        """Undo an open transaction; a failure to do so never hides the original error."""
+        if conn.in_transaction:
+            with contextlib.suppress(sqlite3.Error):
+                conn.execute("ROLLBACK")
+
+    def _publish(self, write: SQLiteWrite) -> None:
+        """After COMMIT: the new vocabulary and views (memory follows the commit)."""
+        self.terms.add(write.new_terms)
+        for collection_id, changes in write.changes.items():
+            base = self.current_view(collection_id)
+            if changes.layout or base is None or base.generation != write.generation - 1:
+                with self._views_lock:  # reload from the database at the next snapshot
+                    self._views.pop(collection_id, None)
+                continue
+            view = base.evolve(
+                write.generation,
+                added=[Part(s) for s in changes.added],
+                removed=changes.removed,
+                late=changes.late,
+            )
+            self._remember(compact_memory(view))
+
+    def publish_view(self, view: CollectionView) -> None:
+        """Install a view built by maintenance (a flush or merge just committed)."""
+        self._remember(view)
+
+    def drop_views(self, collection_id: int) -> None:
+        with self._views_lock:
+            self._views.pop(collection_id, None)
+
+    # -- helpers the engine uses ------------------------------------------------------
+    def pending(self, collection: CollectionInfo, limit: int) -> list[tuple[int, str | None, str]]:
+        with self.snapshot() as snap:
+            view = snap.collection(collection.name).view
+            rows: list[int] = []
+            for part in view.parts:
+                missing = ~part.has_vector(view.epoch)
+                if part.dead is not None:
+                    missing &= ~part.dead
+                rows.extend(part.segment.rows[missing][: limit - len(rows)].tolist())
+                if len(rows) >= limit:
+                    break
+            if not rows:
+                return []
+            records = rows_in(
+                snap.conn,
+                "SELECT c.id, d.title, c.text FROM chunks c"
+                " JOIN documents d ON d.id = c.document_id WHERE c.id IN ({marks}) ORDER BY c.id",
+                [],
+                rows,
+            )
+            return [(int(r), t, x) for r, t, x in records]
+
+    def chunk_texts(self, collection: CollectionInfo) -> list[tuple[int, str | None, str]]:
+        with self.snapshot() as snap:
+            return snap.conn.execute(
+                "SELECT c.id, d.title, c.text FROM chunks c"
+                " JOIN documents d ON d.id = c.document_id WHERE c.collection_id = ? ORDER BY c.id",
+                (collection.id,),
+            ).fetchall()
+
+    def reusable_vectors(
+        self, collection: CollectionInfo, model: str, doc_ids, hashes
+    ) -> dict[bytes, np.ndarray]:
+        wanted = set(hashes)
+        found: dict[bytes, np.ndarray] = {}
+        if not wanted:
+            return found
+        with self.snapshot() as snap:
+            if doc_ids and collection.name in snap.rows:
+                view = snap.collection(collection.name).view
+                records = rows_in(
+                    snap.conn,
+                    "SELECT c.id, d.title, c.text FROM chunks c"
+                    " JOIN documents d ON d.id = c.document_id"
+                    " WHERE d.collection_id = ? AND d.doc_id IN ({marks})",
+                    [collection.id],
+                    list(doc_ids),
+                )
+                matches = [(r, h) for r, t, x in records if (h := text_hash(t, x)) in wanted]
+                if matches:
+                    vectors = view.vectors_of([r for r, _ in matches])
+                    for (_, h), vector in zip(matches, vectors):
+                        if vector.any():
+                            found[h] = vector
+            rest = [h for h in wanted if h not in found]
+            if rest:
+                cached = rows_in(
+                    snap.conn,
+                    "SELECT text_hash, vector FROM vector_cache WHERE model = ?"
+                    " AND text_hash IN ({marks})",
+                    [model],
+                    rest,
+                )
+                found.update((h, np.frombuffer(v, np.float32)) for h, v in cached)
+        return found
+
+    def check(self) -> list[str]:
+        from ragloom.store.sqlite.check import check_store
+
+        return check_store(self)
+
+    def maintain(self, wait: bool = True) -> None:
+        if self.maintenance is not None:
+            self.maintenance.run_now()
+
+    def config_json(self, collection_id: int) -> dict[str, Any]:
+        with self.snapshot() as snap:
+            for row in snap.rows.values():
+                if row.id == collection_id:
+                    return json.loads(row.config_json)
+        raise StoreError(f"no collection {collection_id}")

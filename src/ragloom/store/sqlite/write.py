@@ -1,0 +1,394 @@
+"""One write transaction of the embedded store, and the in-memory changes it will publish.
+
+Everything a write does to the database happens inside one `BEGIN IMMEDIATE` transaction.
+What it will do to in-memory views (new chunks as a small segment, rows deleted, vectors
+filled, new vocabulary) is only *recorded* here and applied by the store after COMMIT has
+succeeded, so a failed commit leaves memory exactly as it was.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from itertools import chain
+from typing import Any
+
+import numpy as np
+
+from ragloom.errors import InputError
+from ragloom.segments.postings import Postings, count_postings
+from ragloom.segments.segment import Segment
+from ragloom.store.base import Write
+from ragloom.store.records import CollectionInfo, NewDocument, WriteOutcome
+from ragloom.store.sqlite.views import dimension_of, epoch_of, segment_from
+
+SLICE = 500  # rows per IN (...) list, under SQLite's parameter limit
+VECTOR_CACHE_LIMIT = 20_000  # vectors of deleted chunks kept for re-adds (about 30 MB)
+
+
+def sliced(items: Sequence[Any], size: int = SLICE) -> Iterable[Sequence[Any]]:
+    for i in range(0, len(items), size):
+        yield items[i : i + size]
+
+
+def rows_in(conn: sqlite3.Connection, sql: str, first: Sequence[Any], keys: Sequence[Any]):
+    """Run `sql` (parameters `first`, then `{marks}` for a slice of keys) over all keys."""
+    out: list[tuple] = []
+    for part in sliced(list(keys)):
+        marks = ",".join("?" * len(part))
+        out.extend(conn.execute(sql.format(marks=marks), (*first, *part)).fetchall())
+    return out
+
+
+def text_hash(title: str | None, text: str) -> bytes:
+    """Fingerprint of what the embedding model reads for a chunk."""
+    embedded = f"{title}\n{text}" if title else text
+    return hashlib.blake2b(embedded.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, sort_keys=True) if value else "{}"
+
+
+def document_gaps(text: str, spans: Sequence[tuple[int, int, str]]) -> str | None:
+    """What the chunks do not cover of a document's text, as JSON [[start, text], ...].
+
+    With the gaps, the document's text is rebuilt from its chunks (stored once); if the
+    chunks do not match the text at their offsets, the whole text is kept as one gap."""
+    gaps: list[list[Any]] = []
+    pos = 0
+    for start, end, chunk in sorted(spans):
+        if text[start:end] != chunk:
+            return json.dumps([[0, text]], ensure_ascii=False)
+        if start > pos:
+            gaps.append([pos, text[pos:start]])
+        pos = max(pos, end)
+    if pos < len(text):
+        gaps.append([pos, text[pos:]])
+    return json.dumps(gaps, ensure_ascii=False) if gaps else None
+
+
+@dataclass
+class Changes:
+    """What one write did to one collection, to publish after commit."""
+
+    added: list[Segment] = field(default_factory=list)
+    removed: list[int] = field(default_factory=list)
+    late: dict[int, np.ndarray] = field(default_factory=dict)
+    layout: bool = False  # settings or vectors' model changed: views reload
+
+
+class SQLiteWrite(Write):
+    """Operations inside one open write transaction (`conn` holds SQLite's write lock)."""
+
+    def __init__(self, store: Any, conn: sqlite3.Connection, generation: int) -> None:
+        self.store = store
+        self.conn = conn
+        self.generation = generation  # the generation this write will commit as
+        self.changes: dict[int, Changes] = {}
+        self.new_terms: dict[str, int] = {}
+        self.touched: set[int] = set()
+
+    def _changes(self, collection: CollectionInfo) -> Changes:
+        if collection.id not in self.changes:
+            self.store.prepare_view(self.conn, collection.id)  # catch up before changing
+            self.changes[collection.id] = Changes()
+        self.touched.add(collection.id)
+        return self.changes[collection.id]
+
+    # -- collections ------------------------------------------------------------------
+    def ensure_collection(self, name: str, config: dict[str, Any]) -> CollectionInfo:
+        row = self.conn.execute(
+            "SELECT id, config FROM collections WHERE name = ?", (name,)
+        ).fetchone()
+        if row is not None:
+            return CollectionInfo(int(row[0]), name, json.loads(row[1]))
+        cur = self.conn.execute(
+            "INSERT INTO collections (name, config, changed, layout) VALUES (?, ?, ?, ?)",
+            (name, _json(config), self.generation, self.generation),
+        )
+        self.touched.add(int(cur.lastrowid))  # type: ignore[arg-type]
+        return CollectionInfo(int(cur.lastrowid), name, config)  # type: ignore[arg-type]
+
+    def set_config(self, collection: CollectionInfo, config: dict[str, Any]) -> None:
+        self.conn.execute(
+            "UPDATE collections SET config = ?, layout = ? WHERE id = ?",
+            (_json(config), self.generation, collection.id),
+        )
+        self._changes(collection).layout = True
+
+    def _config(self, collection: CollectionInfo) -> dict[str, Any]:
+        row = self.conn.execute(
+            "SELECT config FROM collections WHERE id = ?", (collection.id,)
+        ).fetchone()
+        return json.loads(row[0])
+
+    # -- documents --------------------------------------------------------------------
+    def content_hashes(self, collection: CollectionInfo, doc_ids: Sequence[str]) -> dict[str, str]:
+        sql = (
+            "SELECT doc_id, content_hash FROM documents"
+            " WHERE collection_id = ? AND doc_id IN ({marks})"
+        )
+        return dict(rows_in(self.conn, sql, [collection.id], doc_ids))
+
+    def _remove(self, collection: CollectionInfo, document_ids: Sequence[int]) -> list[int]:
+        """Delete documents (their row ids) and their chunks; returns the chunk rows removed."""
+        if not document_ids:
+            return []
+        chunk_rows = [
+            r[0]
+            for r in rows_in(
+                self.conn, "SELECT id FROM chunks WHERE document_id IN ({marks})", [], document_ids
+            )
+        ]
+        self._cache_vectors(collection, chunk_rows)
+        for part in sliced(chunk_rows):
+            marks = ",".join("?" * len(part))
+            self.conn.execute(f"DELETE FROM vectors WHERE chunk_id IN ({marks})", part)
+            self.conn.execute(f"DELETE FROM chunks WHERE id IN ({marks})", part)
+        self.conn.executemany(
+            "INSERT OR REPLACE INTO removed (chunk_id, collection_id, generation) VALUES (?,?,?)",
+            ((r, collection.id, self.generation) for r in chunk_rows),
+        )
+        for part in sliced(list(document_ids)):
+            marks = ",".join("?" * len(part))
+            self.conn.execute(f"DELETE FROM documents WHERE id IN ({marks})", part)
+        return chunk_rows
+
+    def _cache_vectors(self, collection: CollectionInfo, chunk_rows: Sequence[int]) -> None:
+        """Keep the vectors of chunks about to be deleted, so re-adding their text is free."""
+        model = (self._config(collection).get("embedding") or {}).get("model")
+        view = self.store.current_view(collection.id)
+        if not model or view is None or not chunk_rows:
+            return
+        texts = rows_in(
+            self.conn,
+            "SELECT c.id, d.title, c.text FROM chunks c JOIN documents d ON d.id = c.document_id"
+            " WHERE c.id IN ({marks})",
+            [],
+            chunk_rows,
+        )
+        vectors = view.vectors_of([r for r, _, _ in texts])
+        entries = [
+            (model, text_hash(title, text), vector.tobytes())
+            for (_, title, text), vector in zip(texts, vectors)
+            if vector.any()
+        ]
+        if not entries:
+            return
+        self.conn.executemany(
+            "INSERT OR REPLACE INTO vector_cache (model, text_hash, vector) VALUES (?, ?, ?)",
+            entries,
+        )
+        self.conn.execute(
+            "DELETE FROM vector_cache WHERE id <= (SELECT max(id) FROM vector_cache) - ?",
+            (VECTOR_CACHE_LIMIT,),
+        )
+
+    def put(self, collection: CollectionInfo, documents: Sequence[NewDocument]) -> WriteOutcome:
+        changes = self._changes(collection)
+        outcome = WriteOutcome()
+        if not documents:
+            return outcome
+        existing = rows_in(
+            self.conn,
+            "SELECT id FROM documents WHERE collection_id = ? AND doc_id IN ({marks})",
+            [collection.id],
+            [d.document.id for d in documents],
+        )
+        removed = self._remove(collection, [r[0] for r in existing])
+        changes.removed.extend(removed)
+        outcome.removed_chunks = len(removed)
+        chunks = [c for d in documents for c in d.chunks]
+        vocab = self._vocabulary(chain.from_iterable(c.terms for c in chunks))
+        postings = count_postings([c.terms for c in chunks], vocab)
+        config = self._config(collection)
+        dimension = dimension_of(config)
+        vectors = [c.vector for c in chunks]
+        known = [v for v in vectors if v is not None]
+        if known and dimension is None:
+            dimension = int(known[0].shape[0])
+            embedding = {**(config.get("embedding") or {}), "dimension": dimension}
+            self.set_config(collection, {**config, "embedding": embedding})
+        for vector in known:
+            if vector.shape != (dimension,):
+                raise InputError(
+                    f"a vector has {vector.shape[0]} dimensions; the collection's model has "
+                    f"{dimension}"
+                )
+        rows = self._insert(collection, documents, postings)
+        self.conn.executemany(
+            "INSERT INTO vectors (chunk_id, collection_id, generation, vector) VALUES (?,?,?,?)",
+            (
+                (row, collection.id, self.generation, np.asarray(v, np.float32).tobytes())
+                for row, v in zip(rows, vectors)
+                if v is not None
+            ),
+        )
+        metadatas = [
+            {**d.document.metadata, **c.metadata} if c.metadata else d.document.metadata
+            for d in documents
+            for c in d.chunks
+        ]
+        if rows:
+            changes.added.append(
+                segment_from(rows, postings, metadatas, vectors, dimension, epoch_of(config))
+            )
+        outcome.documents = len(documents)
+        outcome.chunks = len(rows)
+        outcome.rows = rows
+        outcome.pending = sum(v is None for v in vectors) if dimension is not None else 0
+        return outcome
+
+    def _vocabulary(self, terms: Iterable[str]) -> dict[str, int]:
+        """Ids of every term, inserting terms never seen (recorded to publish after commit)."""
+        wanted = set(terms)
+        vocab = self.store.terms.known(wanted)
+        vocab.update((t, self.new_terms[t]) for t in wanted - vocab.keys() if t in self.new_terms)
+        missing = sorted(wanted - vocab.keys())
+        if missing:
+            found = rows_in(
+                self.conn, "SELECT term, id FROM terms WHERE term IN ({marks})", [], missing
+            )
+            vocab.update(found)
+            self.new_terms.update(found)
+            fresh = sorted(wanted - vocab.keys())
+            if fresh:
+                top = self.conn.execute("SELECT coalesce(max(id), 0) FROM terms").fetchone()[0]
+                pairs = list(zip(fresh, range(top + 1, top + 1 + len(fresh))))
+                self.conn.executemany("INSERT INTO terms (term, id) VALUES (?, ?)", pairs)
+                vocab.update(pairs)
+                self.new_terms.update(pairs)
+        return vocab
+
+    def _insert(
+        self,
+        collection: CollectionInfo,
+        documents: Sequence[NewDocument],
+        postings: Sequence[Postings],
+    ) -> list[int]:
+        """Insert documents and chunks with explicit row ids; returns the chunk row ids."""
+        conn = self.conn
+        doc_base = conn.execute("SELECT coalesce(max(id), 0) FROM documents").fetchone()[0] + 1
+        seq = conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'chunks'").fetchone()
+        top = conn.execute("SELECT coalesce(max(id), 0) FROM chunks").fetchone()[0]
+        chunk_base = max(seq[0] if seq else 0, top) + 1
+        now = time.time()
+        doc_rows, chunk_rows = [], []
+        next_row = chunk_base
+        post = iter(postings)
+        for i, new in enumerate(documents):
+            d = new.document
+            spans = [(c.start, c.end, c.text) for c in new.chunks]
+            doc_rows.append(
+                (
+                    doc_base + i,
+                    collection.id,
+                    d.id,
+                    d.source,
+                    d.title,
+                    _json(d.metadata),
+                    new.content_hash,
+                    len(d.text),
+                    document_gaps(d.text, spans),
+                    now,
+                )
+            )
+            for c in new.chunks:
+                chunk_rows.append(
+                    (
+                        next_row,
+                        collection.id,
+                        doc_base + i,
+                        c.n,
+                        c.start,
+                        c.end,
+                        c.text,
+                        _json(c.metadata) if c.metadata else None,
+                        next(post).to_bytes(),
+                    )
+                )
+                next_row += 1
+        conn.executemany(
+            "INSERT INTO documents (id, collection_id, doc_id, source, title, metadata,"
+            " content_hash, length, gaps, indexed_at) VALUES (?,?,?,?,?,?,?,?,?,?)",
+            doc_rows,
+        )
+        conn.executemany(
+            'INSERT INTO chunks (id, collection_id, document_id, n, start, "end", text, metadata,'
+            " terms) VALUES (?,?,?,?,?,?,?,?,?)",
+            chunk_rows,
+        )
+        return list(range(chunk_base, next_row))
+
+    def delete(self, collection: CollectionInfo, doc_id: str) -> int | None:
+        changes = self._changes(collection)
+        row = self.conn.execute(
+            "SELECT id FROM documents WHERE collection_id = ? AND doc_id = ?",
+            (collection.id, doc_id),
+        ).fetchone()
+        if row is None:
+            return None
+        removed = self._remove(collection, [row[0]])
+        changes.removed.extend(removed)
+        return len(removed)
+
+    # -- vectors ----------------------------------------------------------------------
+    def set_vectors(
+        self, collection: CollectionInfo, rows: Sequence[int], vectors: np.ndarray
+    ) -> int:
+        changes = self._changes(collection)
+        if not len(rows):
+            return 0
+        config = self._config(collection)
+        dimension = dimension_of(config)
+        vectors = np.asarray(vectors, np.float32)
+        if dimension is None:
+            dimension = int(vectors.shape[1])
+            embedding = {**(config.get("embedding") or {}), "dimension": dimension}
+            self.set_config(collection, {**config, "embedding": embedding})
+        if vectors.shape[1] != dimension:
+            raise InputError(f"vectors have {vectors.shape[1]} dimensions, expected {dimension}")
+        alive = {
+            r[0]
+            for r in rows_in(
+                self.conn,
+                "SELECT id FROM chunks WHERE collection_id = ? AND id IN ({marks})",
+                [collection.id],
+                [int(r) for r in rows],
+            )
+        }
+        entries = [(int(r), v) for r, v in zip(rows, vectors) if int(r) in alive]
+        self.conn.executemany(
+            "INSERT OR REPLACE INTO vectors (chunk_id, collection_id, generation, vector)"
+            " VALUES (?, ?, ?, ?)",
+            ((r, collection.id, self.generation, v.tobytes()) for r, v in entries),
+        )
+        changes.late.update(entries)
+        return len(entries)
+
+    def reset_vectors(self, collection: CollectionInfo, config: dict[str, Any]) -> None:
+        old = self._config(collection)
+        embedding = dict(config.get("embedding") or {})
+        embedding["epoch"] = epoch_of(old) + 1
+        self.conn.execute("DELETE FROM vectors WHERE collection_id = ?", (collection.id,))
+        self.set_config(collection, {**config, "embedding": embedding})
+
+    # -- commit -----------------------------------------------------------------------
+    def finish(self) -> None:
+        """Record the new generation (called just before COMMIT)."""
+        if not self.touched:
+            return
+        self.conn.execute(
+            "UPDATE meta SET value = ? WHERE key = 'generation'", (str(self.generation),)
+        )
+        for part in sliced(sorted(self.touched)):
+            marks = ",".join("?" * len(part))
+            self.conn.execute(
+                f"UPDATE collections SET changed = ? WHERE id IN ({marks})",
+                (self.generation, *part),
+            )

@@ -1,0 +1,188 @@
+"""Pruned BM25 top-k equals scoring every matching chunk: same rows, same scores, same order."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ragloom.lexical.bm25 import BM25Params, bm25_idf
+from ragloom.lexical.topk import SMALL_SEGMENT, Stats, Target, search
+from ragloom.segments.postings import Postings
+from ragloom.segments.segment import build_segment, merge_segments
+
+
+def _random_postings(rng: np.random.Generator, n: int, vocab: int) -> list[Postings]:
+    """Chunks of Zipf-distributed words (so a few terms are very common)."""
+    out = []
+    for _ in range(n):
+        words = np.minimum(rng.zipf(1.3, size=int(rng.integers(5, 60))), vocab) - 1
+        ids, counts = np.unique(words, return_counts=True)
+        out.append(Postings(ids.astype(np.uint32), counts.astype(np.uint32)))
+    return out
+
+
+def _segments(rng, sizes, vocab, first_row=1):
+    segments, row = [], first_row
+    for size in sizes:
+        postings = _random_postings(rng, size, vocab)
+        rows = np.arange(row, row + size)
+        segments.append(build_segment(rows, postings, [{}] * size))
+        row += size + int(rng.integers(0, 3))  # gaps: rows deleted before this was built
+    return segments
+
+
+def _stats(targets, terms, live_only=True):
+    n, total = 0, 0.0
+    df: dict[int, int] = {}
+    for target in targets:
+        seg = target.segment
+        alive = np.ones(seg.n, bool) if target.eligible is None else target.eligible
+        n += int(alive.sum())
+        total += float(seg.lengths[alive].sum())
+        for t in set(terms):
+            docs, _ = seg.postings(t)
+            df[t] = df.get(t, 0) + int(alive[docs].sum())
+    return Stats({t: bm25_idf(df.get(t, 0), n) for t in terms}, total / n), n
+
+
+def _naive(targets, terms, k, stats, params):
+    """Straight from the formula, one chunk at a time."""
+    results = []
+    for target in targets:
+        seg = target.segment
+        for doc in range(seg.n):
+            if target.eligible is not None and not target.eligible[doc]:
+                continue
+            score = 0.0
+            for t in terms:
+                docs, tfs = seg.postings(t)
+                hit = np.flatnonzero(docs == doc)
+                if len(hit):
+                    tf = float(tfs[hit[0]])
+                    norm = params.k1 * (1 - params.b + params.b * seg.lengths[doc] / stats.avgdl)
+                    score += stats.idf[t] * tf * (params.k1 + 1) / (tf + norm)
+            if score > 0:
+                results.append((-score, int(seg.rows[doc])))
+    results.sort()
+    return [r for _, r in results[:k]], [-s for s, _ in results[:k]]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_pruned_equals_exhaustive_bit_for_bit(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    segments = _segments(rng, [SMALL_SEGMENT * 3, SMALL_SEGMENT + 100, 500, 37], vocab=3000)
+    targets = []
+    for seg in segments:
+        eligible = rng.random(seg.n) > 0.1 if seed % 2 else None  # some chunks deleted
+        targets.append(Target(seg, eligible))
+    params = BM25Params(
+        k1=float(rng.choice([0.9, 1.2, 2.0])), b=float(rng.choice([0.0, 0.4, 0.75]))
+    )
+    for _ in range(25):
+        terms = [int(t) for t in np.minimum(rng.zipf(1.2, size=int(rng.integers(1, 7))), 3000) - 1]
+        if rng.random() < 0.3:
+            terms.append(terms[0])  # a repeated query word counts twice
+        stats, _ = _stats(targets, terms)
+        for k in (1, 10, 100):
+            fast = search(targets, terms, k, stats, params)
+            slow = search(targets, terms, k, stats, params, prune=False)
+            assert fast[0].tolist() == slow[0].tolist()
+            assert fast[1].tolist() == slow[1].tolist()  # exact, not approximate
+
+
+def test_exhaustive_matches_the_formula() -> None:
+    rng = np.random.default_rng(7)
+    segments = _segments(rng, [300, 120], vocab=200)
+    targets = [Target(s, None) for s in segments]
+    params = BM25Params()
+    for _ in range(10):
+        terms = [int(t) for t in rng.integers(0, 50, size=3)]
+        stats, _ = _stats(targets, terms)
+        rows, scores = search(targets, terms, 10, stats, params, prune=False)
+        want_rows, want_scores = _naive(targets, terms, 10, stats, params)
+        assert rows.tolist() == want_rows
+        assert scores.tolist() == pytest.approx(want_scores, rel=1e-12)
+
+
+def test_filters_and_selective_filters_keep_exact_results() -> None:
+    rng = np.random.default_rng(3)
+    seg = _segments(rng, [20_000], vocab=2000)[0]
+    params = BM25Params()
+    for share in (0.5, 0.01, 0.001):
+        eligible = rng.random(seg.n) < share
+        targets = [Target(seg, eligible)]
+        for _ in range(10):
+            terms = [int(t) for t in np.minimum(rng.zipf(1.2, size=3), 2000) - 1]
+            stats, _ = _stats([Target(seg, None)], terms)
+            fast = search(targets, terms, 10, stats, params)
+            slow = search(targets, terms, 10, stats, params, prune=False)
+            assert fast[0].tolist() == slow[0].tolist()
+            assert fast[1].tolist() == slow[1].tolist()
+            assert all(eligible[seg.row_index(np.array([r]))[0]] for r in fast[0].tolist())
+
+
+def test_merging_segments_changes_no_score() -> None:
+    rng = np.random.default_rng(11)
+    segments = _segments(rng, [900, 700, 50], vocab=500)
+    deads = [rng.random(s.n) < 0.2 for s in segments]
+    merged = merge_segments(list(zip(segments, deads)), vector_epoch=0, dimension=None)
+    params = BM25Params()
+    for _ in range(20):
+        terms = [int(t) for t in np.minimum(rng.zipf(1.3, size=4), 500) - 1]
+        before = [Target(s, ~d) for s, d in zip(segments, deads)]
+        after = [Target(merged, None)]
+        stats, n = _stats(before, terms)
+        stats_after, n_after = _stats(after, terms)
+        assert n == n_after and stats == stats_after
+        a = search(before, terms, 20, stats, params)
+        b = search(after, terms, 20, stats, params)
+        assert a[0].tolist() == b[0].tolist() and a[1].tolist() == b[1].tolist()
+
+
+def test_pruning_reads_fewer_postings() -> None:
+    """Not a timing: count the chunks scored exactly, against the chunks that match."""
+    import ragloom.lexical.topk as topk
+
+    rng = np.random.default_rng(5)
+    seg = _segments(rng, [40_000], vocab=5000)[0]
+    targets = [Target(seg, None)]
+    scored = []
+    real = topk._score_docs
+
+    def counting(segment, docs, *args):
+        scored.append(len(docs))
+        return real(segment, docs, *args)
+
+    matching = 0
+    topk._score_docs = counting
+    try:
+        for terms in ([0, 5, 40], [3, 100], [10, 20, 30, 40], [1, 7], [2, 60, 300]):
+            stats, _ = _stats(targets, terms)
+            search(targets, terms, 10, stats, BM25Params())
+            matching += len(np.unique(np.concatenate([seg.postings(t)[0] for t in terms])))
+    finally:
+        topk._score_docs = real
+    assert sum(scored) < matching / 3, (sum(scored), matching)
+
+
+def test_a_segment_file_reads_back_equal(tmp_path) -> None:
+    from ragloom.segments.persist import load_segment, save_segment
+
+    rng = np.random.default_rng(2)
+    postings = _random_postings(rng, 300, 400)
+    metadatas = [{"book": int(i % 3), "tags": ["a", "b"][: i % 3]} for i in range(300)]
+    vectors = rng.standard_normal((300, 8)).astype(np.float32)
+    has = rng.random(300) > 0.2
+    seg = build_segment(np.arange(10, 310), postings, metadatas, vectors, has, vector_epoch=3)
+    save_segment(seg, tmp_path / "s.seg")
+    back = load_segment(tmp_path / "s.seg", "s")
+    for name in ("rows", "terms", "ptr", "docs", "tfs", "block_ptr", "block_max_tf", "vectors"):
+        assert np.array_equal(getattr(seg, name), getattr(back, name)), name
+    assert np.array_equal(seg.lengths, back.lengths)
+    assert np.array_equal(seg.block_min_len, back.block_min_len)
+    assert back.vector_epoch == 3 and np.array_equal(back.has_vector, has)
+    from ragloom.retrieval.filters import parse_filter
+
+    for spec in ({"book": 1}, {"tags": {"$overlap": ["b"]}}, {"$not": {"tags": {"$exists": True}}}):
+        node = parse_filter(spec)
+        assert np.array_equal(seg.columns.evaluate(node), back.columns.evaluate(node))
