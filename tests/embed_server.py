@@ -26,8 +26,8 @@ def fake_vector(text: str, dimension: int = DIMENSION) -> list[float]:
 class EmbedServer:
     """Start with `with EmbedServer() as server:`; `server.url` is its base address."""
 
-    def __init__(self) -> None:
-        self.mode = "ok"  # ok | 500 | malformed | wrong_count | slow | fail_once
+    def __init__(self, port: int = 0) -> None:
+        self.mode = "ok"  # ok | 500 | malformed | wrong_count | slow | fail_once | hang | wrong_dim
         self.requests: list[dict] = []
         self.headers: list[dict] = []
         owner = self
@@ -48,8 +48,13 @@ class EmbedServer:
                     return self._send(500, {"error": "boom"})
                 if mode == "slow":
                     time.sleep(2)
+                if mode == "hang":  # accepts, never answers in time
+                    time.sleep(30)
+                    return None
                 inputs = body["input"] if isinstance(body["input"], list) else [body["input"]]
                 vectors = [fake_vector(t) for t in inputs]
+                if mode == "wrong_dim":
+                    vectors = [v + [0.5] for v in vectors]
                 if mode == "wrong_count":
                     vectors = vectors[:-1]
                 if mode == "malformed":
@@ -72,7 +77,8 @@ class EmbedServer:
                 self.end_headers()
                 self.wfile.write(raw)
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
+        self._server.daemon_threads = True
         self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 

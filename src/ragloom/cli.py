@@ -187,6 +187,14 @@ def index_cmd(
         f"indexed {report.documents} document(s), {report.chunks} chunk(s) from "
         f"{report.files} file(s); {report.unchanged} unchanged, {len(report.skipped)} skipped"
     )
+    if report.pending:
+        err.print(
+            f"warning: {report.pending} chunk(s) wait for vectors ({report.embedding_error}); "
+            "they are searchable lexically now; run `ragloom reembed --pending` once the "
+            "embedding service is back",
+            highlight=False,
+            markup=False,
+        )
 
 
 def _json_option(value: str | None, name: str) -> Any:
@@ -336,11 +344,7 @@ def search(ctx: click.Context, query: str, explain: bool, as_json: bool, **p: An
         _print_json({"ok": True, "query": query, **hits.to_dict()})
         return
     if hits.degraded:
-        err.print(
-            f"warning: dense search unavailable, BM25 only ({hits.reason})",
-            highlight=False,
-            markup=False,
-        )
+        err.print(f"warning: {hits.reason}", highlight=False, markup=False)
     if not hits:
         out.print("no results")
         return
@@ -430,11 +434,22 @@ def stats(ctx: click.Context, as_json: bool, list_documents: bool) -> None:
         _print_json({"ok": True, **data})
         return
     table = Table(title=f"ragloom index {data['path']}")
-    for column in ("collection", "documents", "chunks", "terms", "avg terms/chunk"):
+    columns = (
+        "collection",
+        "documents",
+        "chunks",
+        "vectors",
+        "pending",
+        "terms",
+        "avg terms/chunk",
+    )
+    for column in columns:
         table.add_column(column)
     for name, c in data["collections"].items():
         table.add_row(
-            name, str(c["documents"]), str(c["chunks"]), str(c["terms"]), str(c["avg_chunk_terms"])
+            name,
+            *(str(c[k]) for k in ("documents", "chunks", "vectors", "pending", "terms")),
+            str(c["avg_chunk_terms"]),
         )
     out.print(table)
     for d in docs:

@@ -434,6 +434,11 @@ class Index:
         out["read_only"] = self.read_only
         return out
 
+    def pending(self) -> int:
+        """Chunks waiting for vectors, over every collection."""
+        with self.store.snapshot() as snap:
+            return sum(snap.collection(name).pending() for name in snap.collections())
+
     def warm(self) -> None:
         """Load every collection's segments and model now (a server's first query would
         otherwise pay for it)."""

@@ -15,6 +15,7 @@ from ragloom.server import handlers
 from ragloom.server.auth import OPEN_PATHS, BearerAuth
 from ragloom.server.holder import IndexHolder
 from ragloom.server.limits import BodyLimit
+from ragloom.server.pending import PendingFiller
 from ragloom.server.routes import build_router
 from ragloom.server.settings import ServerSettings
 from ragloom.server.worker import BatchWorker
@@ -27,11 +28,18 @@ def create_app(settings: ServerSettings) -> FastAPI:
     holder = IndexHolder(settings.index_path, settings.embedder)
     worker = BatchWorker(threads=QUERY_THREADS)
 
+    filler = PendingFiller(
+        lambda limit: holder.get().fill_pending(limit=limit),
+        lambda: holder.get().pending(),
+    )
+
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         with suppress(StoreError):  # reported by /health and as 503s; the server still starts
-            holder.get().warm()  # load postings and vectors now, not on the first query
+            holder.get().warm()  # load segments and models now, not on the first query
+        filler.start()  # embeds chunks indexed while the embedding service was down
         yield
+        filler.stop()
         worker.close()
         holder.close()
 

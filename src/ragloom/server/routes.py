@@ -224,6 +224,7 @@ def build_router(holder: IndexHolder, settings: ServerSettings, worker: BatchWor
                 "chunks": d.chunks,
                 "content_hash": d.content_hash,
                 "indexed_at": d.indexed_at,
+                "pending": d.pending,
             }
             for d in docs
         ]
@@ -256,6 +257,7 @@ def build_router(holder: IndexHolder, settings: ServerSettings, worker: BatchWor
             collections=len(data["collections"]),
             documents=data["documents"],
             chunks=data["chunks"],
+            pending=data["pending"],
         )
         return JSONResponse({"ok": True, "version": __version__, "index": status})
 

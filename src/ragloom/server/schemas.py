@@ -287,6 +287,13 @@ class IndexResponse(BaseModel):
     unchanged: int = Field(description="Documents whose content was already indexed as is.")
     skipped: list[Skipped]
     noop: bool = Field(description="True when nothing was written (e.g. re-indexing unchanged).")
+    pending: int = Field(
+        0,
+        description="Chunks stored without a vector because the embedding service failed;"
+        " searchable lexically now, embedded by the server's background retry.",
+    )
+    embedding_error: str | None = Field(None, description="Why vectors are pending.")
+    embedding_seconds: float = Field(0.0, description="Time spent computing vectors.")
 
 
 class QueryHit(BaseModel):
@@ -365,6 +372,7 @@ class DocumentOut(BaseModel):
     chunks: int
     content_hash: str
     indexed_at: float
+    pending: int = Field(0, description="Chunks still waiting for a vector.")
 
 
 class DocumentsResponse(BaseModel):
@@ -381,6 +389,7 @@ class IndexStatus(BaseModel):
     collections: int | None = None
     documents: int | None = None
     chunks: int | None = None
+    pending: int | None = Field(None, description="Chunks waiting for vectors.")
     error: str | None = None
 
 
@@ -397,4 +406,5 @@ class StatsResponse(BaseModel):
     path: str
     documents: int
     chunks: int
+    pending: int = Field(0, description="Chunks waiting for vectors, all collections.")
     collections: dict[str, dict[str, Any]]

@@ -22,6 +22,7 @@ class StoredDocument:
     content_hash: str
     chunks: int
     indexed_at: float
+    pending: int = 0  # chunks still waiting for a vector
 
 
 @dataclass(frozen=True)

@@ -181,14 +181,39 @@ class SQLiteSnapshot(Snapshot):
             where, params = "WHERE d.collection_id = ?", (row.id,)
         rows = self.conn.execute(
             f"SELECT d.doc_id, c.name, d.source, d.title, d.metadata, d.content_hash,"
-            f" (SELECT count(*) FROM chunks k WHERE k.document_id = d.id), d.indexed_at"
+            f" (SELECT count(*) FROM chunks k WHERE k.document_id = d.id), d.indexed_at, d.id"
             f" FROM documents d JOIN collections c ON c.id = d.collection_id {where}"
             f" ORDER BY c.name, d.doc_id LIMIT ? OFFSET ?",
             (*params, limit, offset),
         ).fetchall()
+        pending = self._pending_by_document([(r[1], r[8]) for r in rows])
         return [
-            StoredDocument(r[0], r[1], r[2], r[3], json.loads(r[4]), r[5], r[6], r[7]) for r in rows
+            StoredDocument(
+                r[0], r[1], r[2], r[3], json.loads(r[4]), r[5], r[6], r[7], pending.get(r[8], 0)
+            )
+            for r in rows
         ]
+
+    def _pending_by_document(self, documents: list[tuple[str, int]]) -> dict[int, int]:
+        """Chunks waiting for a vector, per document row id."""
+        out: dict[int, int] = {}
+        by_collection: dict[str, list[int]] = {}
+        for name, document in documents:
+            if self.rows[name].config.get("embedding"):
+                by_collection.setdefault(name, []).append(document)
+        for name, ids in by_collection.items():
+            chunks = rows_in(
+                self.conn,
+                "SELECT document_id, id FROM chunks WHERE document_id IN ({marks})",
+                [],
+                ids,
+            )
+            rows = [c for _, c in chunks]
+            vectors = self.collection(name).vectors(rows) if rows else None
+            for (document, _), vector in zip(chunks, vectors if vectors is not None else []):
+                if not vector.any():
+                    out[document] = out.get(document, 0) + 1
+        return out
 
     def document_counts(self) -> dict[str, dict[str, int]]:
         rows = self.conn.execute(
