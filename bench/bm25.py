@@ -41,10 +41,12 @@ def bench_ragloom(folder: Path, repeats: int) -> dict[str, float]:
             documents = list(dataset.iter_corpus())
             started = time.perf_counter()
             index.add(documents, EVAL_COLLECTION)
+            index.optimize()  # settle the new segments as a server does once writes pause
             index_times.append(time.perf_counter() - started)
     with tempfile.TemporaryDirectory() as tmp, Index(Path(tmp) / "bench.db") as index:
         index.configure(EVAL_COLLECTION, **whole_document_config().to_dict())
         index.add(dataset.iter_corpus(), EVAL_COLLECTION)
+        index.optimize()
         doc_of_row = index.chunk_documents(EVAL_COLLECTION)
         run = {
             q: rank_documents(index, text, DEPTH, doc_of_row, exclude_id=q) for q, text in queries

@@ -17,6 +17,7 @@ from ragloom.config import CollectionConfig
 from ragloom.context import GROUNDING_INSTRUCTION, PackedContext, count_tokens, pack_context
 from ragloom.engine.models import Models, QueryVectors
 from ragloom.errors import InputError, NotFound
+from ragloom.lexical import BM25Params
 from ragloom.models import Hit, MultiSearchResult, SearchGroup, SearchResult
 from ragloom.retrieval import pipeline
 from ragloom.retrieval.search import Ranking, SearchOptions, rank
@@ -96,8 +97,8 @@ class Searcher:
                 f"known collections: {', '.join(sorted(known)) or 'none yet'}",
             )
         reader = snap.collection(collection)
-        config = CollectionConfig.from_dict(reader.info.config)
-        stored_model = reader.info.config.get("embedding")
+        config = reader.config
+        stored_model = config.embedding
         embedder = self.models.for_collection(collection, stored_model, reader.size() > 0)
         terms = self.tokenizer(config).terms(query)
         bm25 = options.bm25 or config.bm25
@@ -137,6 +138,18 @@ class Searcher:
                 ranking.degraded = True
                 ranking.reason = f"{ranking.reason}; {note}" if ranking.reason else note
         return ranking
+
+    def lexical_rows(
+        self, query: str, k: int, collection: str, bm25: BM25Params | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The lexical leg alone (row ids, BM25 scores): what a BM25 benchmark measures."""
+        _check_query(query)
+        with self.store.snapshot() as snap:
+            if collection not in snap.collections():
+                raise NotFound(f"no collection {collection!r} in {self.store.location}")
+            reader = snap.collection(collection)
+            terms = self.tokenizer(reader.config).terms(query)
+            return reader.lexical(terms, k, bm25 or reader.config.bm25)
 
     # -- several collections ----------------------------------------------------------
     def search_many(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -25,7 +26,7 @@ class BM25Params:
 
 def bm25_idf(df: int, n_docs: int) -> float:
     """Lucene's IDF, log(1 + (N - df + 0.5) / (df + 0.5)): always positive."""
-    return float(np.log1p((n_docs - df + 0.5) / (df + 0.5)))
+    return math.log1p((n_docs - df + 0.5) / (df + 0.5))
 
 
 def bm25_weights(

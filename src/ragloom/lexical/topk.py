@@ -19,7 +19,9 @@ import numpy as np
 from ragloom.lexical.bm25 import BM25Params, bm25_weights
 from ragloom.segments.segment import BLOCK, Segment
 
-SMALL_SEGMENT = 4096  # below this many chunks, scoring everything is cheaper than pruning
+SMALL_SEGMENT = 16384  # below this many chunks, scoring everything is cheaper than pruning
+SMALL_WORK = 50_000  # below this many postings for the query, likewise
+CACHE_LIMIT = 4096  # term weights remembered per segment (for repeated statistics)
 SEED_BLOCKS = 8  # blocks per term scored first to set the threshold
 SAFETY = 1e-9  # relative margin: bounds are summed in another order than scores
 
@@ -41,12 +43,24 @@ class Target:
 
 
 def _weights(segment: Segment, stats: Stats, params: BM25Params, term: int):
-    """(docs, BM25 weights) of one term in one segment."""
+    """(docs, BM25 weights) of one term in one segment, remembered per segment for the same
+    statistics (a read-mostly index answers many queries with the same N and lengths)."""
+    key = ("w", term, params.k1, params.b, stats.idf[term], stats.avgdl)
+    cached = segment.cache.get(key)
+    if cached is not None:
+        return cached
     docs, tfs = segment.postings(term)
     if not len(docs):
-        return docs, np.zeros(0, np.float64)
-    lengths = segment.lengths[docs]
-    return docs, bm25_weights(tfs.astype(np.float64), lengths, stats.idf[term], stats.avgdl, params)
+        weights = np.zeros(0, np.float64)
+    else:
+        lengths = segment.lengths[docs]
+        weights = bm25_weights(
+            tfs.astype(np.float64), lengths, stats.idf[term], stats.avgdl, params
+        )
+    if len(segment.cache) >= CACHE_LIMIT:
+        segment.cache.clear()
+    segment.cache[key] = (docs, weights)
+    return docs, weights
 
 
 def _score_all(target: Target, terms: Sequence[int], stats: Stats, params: BM25Params):
@@ -68,20 +82,16 @@ def _score_docs(
 ) -> np.ndarray:
     """Exact scores of the given chunks (ascending chunk numbers), summed in query order."""
     scores = np.zeros(len(docs), np.float64)
+    keys = docs.astype(np.int64)  # the cached postings' dtype: no copy to compare
     for term in terms:
-        postings, tfs = segment.postings(term)
+        postings, weights = _weights(segment, stats, params, term)
         if not len(postings) or not len(docs):
             continue
-        pos = np.searchsorted(postings, docs)
+        pos = postings.searchsorted(keys)
         pos_c = np.minimum(pos, len(postings) - 1)
-        hit = postings[pos_c] == docs
-        if not hit.any():
-            continue
-        found = pos_c[hit]
-        lengths = segment.lengths[postings[found]]
-        scores[hit] += bm25_weights(
-            tfs[found].astype(np.float64), lengths, stats.idf[term], stats.avgdl, params
-        )
+        hit = postings[pos_c] == keys
+        if hit.any():
+            scores[hit] += weights[pos_c[hit]]
     return scores
 
 
@@ -200,6 +210,30 @@ def _selective(target: Target, terms, stats, params, best: _Best) -> bool:
     return True
 
 
+def _exhaustive_together(
+    targets: Sequence[Target], terms: Sequence[int], stats: Stats, params: BM25Params, best: _Best
+) -> None:
+    """Score every matching chunk of several small segments in one array (less overhead)."""
+    if len(targets) == 1:
+        _exhaustive_into(targets[0], terms, stats, params, best)
+        return
+    sizes = [t.segment.n for t in targets]
+    offsets = np.concatenate(([0], np.cumsum(sizes)[:-1])).tolist()
+    scores = np.zeros(sum(sizes), np.float64)
+    for term in terms:
+        for target, offset in zip(targets, offsets):
+            docs, weights = _weights(target.segment, stats, params, term)
+            if len(docs):
+                scores[docs + offset if offset else docs] += weights
+    keep = scores > 0
+    for target, offset, size in zip(targets, offsets, sizes):
+        if target.eligible is not None:
+            keep[offset : offset + size] &= target.eligible
+    found = np.flatnonzero(keep)
+    rows = np.concatenate([t.segment.rows for t in targets])
+    best.offer(rows[found], scores[found])
+
+
 def search(
     targets: Sequence[Target],
     terms: Sequence[int],
@@ -216,14 +250,17 @@ def search(
     best = _Best(k)
     if k <= 0 or not terms:
         return best.rows, best.scores
-    order = sorted(targets, key=lambda target: -target.segment.n)
-    for target in order:
-        if prune and _selective(target, terms, stats, params, best):
-            continue
-        if not prune or target.segment.n < SMALL_SEGMENT:
-            _exhaustive_into(target, terms, stats, params, best)
-        else:
+    unique = set(terms)
+    small, large = [], []
+    for target in targets:
+        cheap = target.segment.n < SMALL_SEGMENT  # (the postings count is read only if not)
+        cheap = cheap or sum(target.segment.df(t) for t in unique) < SMALL_WORK
+        (small if not prune or cheap else large).append(target)
+    for target in sorted(large, key=lambda target: -target.segment.n):
+        if not _selective(target, terms, stats, params, best):
             _pruned(target, terms, stats, params, best)
+    if small:
+        _exhaustive_together(small, terms, stats, params, best)
     return best.rows, best.scores
 
 

@@ -67,7 +67,10 @@ class Segment:
 
     def term_index(self, term_id: int) -> int:
         """Position of `term_id` in `terms`, or -1."""
-        i = int(np.searchsorted(self.terms, term_id))
+        if not 0 <= term_id < 2**32:
+            return -1
+        # The key in the array's own dtype: a mismatch makes numpy copy the whole array.
+        i = int(self.terms.searchsorted(np.uint32(term_id)))
         return i if i < len(self.terms) and int(self.terms[i]) == term_id else -1
 
     def df(self, term_id: int) -> int:

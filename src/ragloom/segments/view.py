@@ -172,6 +172,7 @@ class CollectionView:
     flushed_upto: int = 0  # chunk rows <= this live in file segments
     max_row: int = 0  # highest chunk row this view has seen
     epoch: int = 0  # vectors of another epoch (another model) are not used
+    cache: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)
 
     # -- statistics -------------------------------------------------------------------
     @cached_property
@@ -187,7 +188,14 @@ class CollectionView:
         return self.total_length / self.n_live if self.n_live else 0.0
 
     def df(self, term: int) -> int:
-        return sum(p.df(term) for p in self.parts)
+        """Live chunks containing the term (remembered: a view never changes)."""
+        key = ("df", term)
+        found = self.cache.get(key)
+        if found is None:
+            if len(self.cache) > 200_000:
+                self.cache.clear()
+            found = self.cache[key] = sum(p.df(term) for p in self.parts)
+        return found
 
     @cached_property
     def n_vectors(self) -> int:
@@ -323,5 +331,6 @@ class CollectionView:
             generation=generation,
             parts=tuple(parts),
             max_row=max_row,
+            cache={},
             **changes,
         )

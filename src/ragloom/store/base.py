@@ -31,6 +31,7 @@ class CollectionReader(ABC):
     """One collection inside a snapshot: the legs and the lookups a search needs."""
 
     info: CollectionInfo
+    config: Any  # the parsed CollectionConfig
 
     @abstractmethod
     def lexical(

@@ -34,6 +34,7 @@ log = logging.getLogger("ragloom.store")
 
 FLUSH_ROWS = int(os.environ.get("RAGLOOM_FLUSH_ROWS", "20000"))
 MERGE_FACTOR = int(os.environ.get("RAGLOOM_MERGE_FACTOR", "10"))
+SETTLE_AFTER = 0.5  # seconds without writes before in-memory segments are folded together
 RETIRED_GRACE = 60.0  # seconds a merged-away file stays for readers of older versions
 ORPHAN_AGE = 600.0  # files not in the manifest are removed once this old
 
@@ -50,9 +51,11 @@ class Maintenance:
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()  # one step at a time in this process
         self.background = os.environ.get("RAGLOOM_BACKGROUND", "1") != "0"
+        self.last_write = 0.0
 
     def nudge(self) -> None:
         """Ask for a round of work (after a write)."""
+        self.last_write = time.monotonic()
         if not self.background:
             return
         if self._thread is None:
@@ -71,6 +74,7 @@ class Maintenance:
         while not self._stop.is_set():
             self._wake.wait()
             self._wake.clear()
+            self._stop.wait(SETTLE_AFTER)  # let a burst of writes finish first
             try:
                 while not self._stop.is_set() and self.step():
                     pass
@@ -79,6 +83,7 @@ class Maintenance:
 
     def run_now(self) -> None:
         """Do every pending flush and merge now, in this thread."""
+        self.last_write = 0.0
         while self.step():
             pass
 
@@ -96,8 +101,23 @@ class Maintenance:
                 plan = self._merge_plan(view)
                 if plan is not None:
                     return self._merge(view, *plan)
+            for view in views:
+                if self._settle(view):
+                    return True
             self._clean_files()
             return False
+
+    def _settle(self, view: CollectionView) -> bool:
+        """Once writes pause, fold the in-memory segments into one: the same version, read
+        faster (a pure memory change, nothing is written)."""
+        memory = view.parts[view.files :]
+        if len(memory) < 2 or time.monotonic() - self.last_write < SETTLE_AFTER:
+            return False
+        merged = merge_parts(memory, view.epoch, view.dimension)
+        settled = replace(
+            view, parts=view.parts[: view.files] + ((Part(merged),) if merged.n else ())
+        )
+        return self.store.replace_view(view, settled)
 
     def _flush_due(self, view: CollectionView) -> bool:
         memory = view.parts[view.files :]

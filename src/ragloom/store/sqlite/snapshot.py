@@ -28,6 +28,7 @@ class SQLiteCollection(CollectionReader):
         self.row = row
         self.view = view
         self.info = CollectionInfo(row.id, row.name, row.config)
+        self.config = view.config
 
     def lexical(
         self,
@@ -98,9 +99,12 @@ class SQLiteSnapshot(Snapshot):
         self.generation = generation
         self.rows = rows
         self._readers: dict[str, SQLiteCollection] = {}
+        self._infos: dict[str, CollectionInfo] | None = None
 
     def collections(self) -> dict[str, CollectionInfo]:
-        return {name: CollectionInfo(r.id, r.name, r.config) for name, r in self.rows.items()}
+        if self._infos is None:
+            self._infos = {n: CollectionInfo(r.id, r.name, r.config) for n, r in self.rows.items()}
+        return self._infos
 
     def collection(self, name: str) -> SQLiteCollection:
         reader = self._readers.get(name)

@@ -291,6 +291,16 @@ class SQLiteStore(Store):
             )
             self._remember(compact_memory(view))
 
+    def replace_view(self, old: CollectionView, new: CollectionView) -> bool:
+        """Put `new` (the same version as `old`, laid out differently) in its place, if `old`
+        is still the newest view of its collection."""
+        with self._views_lock:
+            history = self._views.get(old.collection_id)
+            if not history or history[-1] is not old:
+                return False
+            history[-1] = new
+            return True
+
     def publish_view(self, view: CollectionView) -> None:
         """Install a view built by maintenance (a flush or merge just committed)."""
         self._remember(view)

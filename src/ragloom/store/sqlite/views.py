@@ -14,6 +14,7 @@ import sqlite3
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -47,7 +48,13 @@ class CollectionRow:
 
     @property
     def config(self) -> dict[str, Any]:
-        return json.loads(self.config_json)
+        """The stored configuration (parsed once per distinct text; do not modify it)."""
+        return parse_config(self.config_json)
+
+
+@lru_cache(maxsize=256)
+def parse_config(text: str) -> dict[str, Any]:
+    return json.loads(text)
 
 
 def read_collections(conn: sqlite3.Connection) -> dict[str, CollectionRow]:
