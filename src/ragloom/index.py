@@ -27,7 +27,8 @@ from ragloom.lexical import BM25Params
 from ragloom.loading import JsonlFields, discover_files, load_file
 from ragloom.models import Document, Hit, MultiSearchResult, SearchResult
 from ragloom.retrieval.search import Ranking, SearchOptions
-from ragloom.store import SQLiteStore, StoredDocument
+from ragloom.store import StoredDocument
+from ragloom.store.open import open_store
 
 __all__ = ["DEFAULT_COLLECTION", "Index", "IndexReport", "embedding_text"]
 
@@ -79,7 +80,7 @@ class Index:
 
     def __init__(
         self,
-        path: str | Path = "ragloom.db",
+        path: str | Path = "ragloom.db",  # or a database URL (postgresql://...)
         create: bool = True,
         embedder: str | Embedder | None = "auto",
         read_only: bool = False,
@@ -94,8 +95,8 @@ class Index:
         (a read-only file or folder is opened that way by itself).
         """
         self.models = Models(embedder)
-        self.store = SQLiteStore(path, create=create, read_only=read_only)
-        self.path = self.store.path
+        self.store = open_store(path, create=create, read_only=read_only)
+        self.path = getattr(self.store, "path", self.store.location)
         self._ingest = Ingest(self.store, self.models)
         self._searcher = Searcher(self.store, self.models)
 

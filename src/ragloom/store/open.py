@@ -1,0 +1,41 @@
+"""Open a store from a location: a file path (the embedded SQLite store) or a database URL.
+
+Backends register themselves by URL scheme in `BACKENDS`, so the engine never imports a
+database driver it does not use.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from ragloom.errors import InputError
+from ragloom.store.base import Store
+
+Opener = Callable[..., Store]
+BACKENDS: dict[str, str] = {}  # URL scheme -> "module:function" opening such a store
+
+
+def is_url(location: str | Path) -> bool:
+    return isinstance(location, str) and "://" in location
+
+
+def open_store(location: str | Path, create: bool = True, read_only: bool = False) -> Store:
+    """The store at `location`: `postgresql://...` and other registered URLs, else a file."""
+    if is_url(location):
+        scheme = str(location).split("://", 1)[0].lower()
+        target = BACKENDS.get(scheme)
+        if target is None:
+            raise InputError(
+                f"no store for {scheme}:// URLs",
+                f"use a file path{' or ' if BACKENDS else ''}"
+                + ", ".join(f"{s}://" for s in sorted(BACKENDS)),
+            )
+        module, _, function = target.partition(":")
+        import importlib
+
+        opener: Opener = getattr(importlib.import_module(module), function)
+        return opener(str(location), create=create, read_only=read_only)
+    from ragloom.store.sqlite import SQLiteStore
+
+    return SQLiteStore(location, create=create, read_only=read_only)
