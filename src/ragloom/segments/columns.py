@@ -18,8 +18,13 @@ import numpy as np
 
 from ragloom.retrieval.filters import AnyOf, FilterNode, Leaf, Not
 
+_SCALARS = (str, int, float, bool, type(None))
 
-def _canonical(value: Any) -> str:
+
+def _canonical(value: Any) -> Any:
+    """A hashable key telling distinct JSON values apart (1, 1.0, True and "1" differ)."""
+    if isinstance(value, _SCALARS):
+        return (type(value), value)
     return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
 
 
@@ -48,7 +53,7 @@ class MetadataColumns:
     def build(cls, metadatas: Sequence[Mapping[str, Any]]) -> MetadataColumns:
         """Encode a list of metadata dicts (one per chunk)."""
         n = len(metadatas)
-        index: dict[str, dict[str, int]] = {}
+        index: dict[str, dict[Any, int]] = {}
         values: dict[str, list[Any]] = {}
         codes: dict[str, np.ndarray] = {}
         for row, metadata in enumerate(metadatas):
@@ -78,7 +83,7 @@ class MetadataColumns:
         total = sum(len(keep) for _, keep in parts)
         columns = {}
         for key in keys:
-            index: dict[str, int] = {}
+            index: dict[Any, int] = {}
             values: list[Any] = []
             pieces = []
             for part, keep in parts:

@@ -54,6 +54,43 @@ class Postings:
         return cls(np.cumsum(deltas, dtype=np.int64).astype(np.uint32), tfs.astype(np.uint32))
 
 
+def encode_many(postings: Sequence[Postings]) -> list[bytes]:
+    """`to_bytes` of many chunks at once (the same bytes, computed batch-wide)."""
+    if not postings:
+        return []
+    counts = np.fromiter((len(p.term_ids) for p in postings), np.int64, len(postings))
+    ids = np.concatenate([p.term_ids for p in postings]).astype(np.int64)
+    tfs = np.concatenate([p.tfs for p in postings]).astype(np.int64)
+    starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
+    deltas = np.diff(ids, prepend=0)
+    nonempty = counts > 0
+    deltas[starts[nonempty]] = ids[starts[nonempty]]  # each chunk's first id is absolute
+    dmax = np.zeros(len(postings), np.int64)
+    tmax = np.zeros(len(postings), np.int64)
+    if nonempty.any():
+        dmax[nonempty] = np.maximum.reduceat(deltas, starts[nonempty])
+        tmax[nonempty] = np.maximum.reduceat(tfs, starts[nonempty])
+    dws = np.where(dmax < 2**8, 0, np.where(dmax < 2**16, 1, 2))
+    tws = np.where(tmax < 2**8, 0, np.where(tmax < 2**16, 1, 2))
+    encoded_d = {w: deltas.astype(_WIDTHS[w]).tobytes() for w in np.unique(dws).tolist()}
+    encoded_t = {w: tfs.astype(_WIDTHS[w]).tobytes() for w in np.unique(tws).tolist()}
+    headers = np.zeros(len(postings), _HEADER)
+    headers["count"], headers["delta_width"], headers["tf_width"] = counts, dws, tws
+    header_bytes = headers.tobytes()
+    size = _HEADER.itemsize
+    out = []
+    for i, (lo, n, dw, tw) in enumerate(
+        zip(starts.tolist(), counts.tolist(), dws.tolist(), tws.tolist())
+    ):
+        a, b = _WIDTHS[dw].itemsize, _WIDTHS[tw].itemsize
+        out.append(
+            header_bytes[i * size : (i + 1) * size]
+            + encoded_d[dw][lo * a : (lo + n) * a]
+            + encoded_t[tw][lo * b : (lo + n) * b]
+        )
+    return out
+
+
 def count_postings(term_lists: Sequence[Sequence[str]], vocab: dict[str, int]) -> list[Postings]:
     """Postings of many chunks at once (term strings -> ids via `vocab`), vectorized."""
     lengths = np.fromiter(map(len, term_lists), np.int64, len(term_lists))

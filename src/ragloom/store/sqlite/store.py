@@ -279,6 +279,8 @@ class SQLiteStore(Store):
         self.terms.add(write.new_terms)
         for collection_id, changes in write.changes.items():
             base = self.current_view(collection_id)
+            if base is not None and base.generation >= write.generation and not changes.layout:
+                continue  # another thread already caught up from the database, this write included
             if changes.layout or base is None or base.generation != write.generation - 1:
                 with self._views_lock:  # reload from the database at the next snapshot
                     self._views.pop(collection_id, None)

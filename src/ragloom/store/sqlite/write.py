@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from ragloom.errors import InputError
-from ragloom.segments.postings import Postings, count_postings
+from ragloom.segments.postings import Postings, count_postings, encode_many
 from ragloom.segments.segment import Segment
 from ragloom.store.base import Write
 from ragloom.store.records import CollectionInfo, NewDocument, WriteOutcome
@@ -280,7 +280,7 @@ class SQLiteWrite(Write):
         now = time.time()
         doc_rows, chunk_rows = [], []
         next_row = chunk_base
-        post = iter(postings)
+        post = iter(encode_many(postings))
         for i, new in enumerate(documents):
             d = new.document
             spans = [(c.start, c.end, c.text) for c in new.chunks]
@@ -309,7 +309,7 @@ class SQLiteWrite(Write):
                         c.end,
                         c.text,
                         _json(c.metadata) if c.metadata else None,
-                        next(post).to_bytes(),
+                        next(post),
                     )
                 )
                 next_row += 1
