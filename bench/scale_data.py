@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -38,7 +39,7 @@ def vocabulary(size: int = VOCABULARY, seed: int = 0) -> list[str]:
     return list(words)
 
 
-@dataclass
+@dataclass(eq=False)
 class Corpus:
     """Chunk texts and vectors by number; `filter_key` gives 1% and 0.1% selective groups."""
 
@@ -61,17 +62,23 @@ class Corpus:
         """Texts of chunks start..start+count-1, each led by its number (`n123 ...`)."""
         out: list[str] = []
         for block in range(start // self.BLOCK, (start + count - 1) // self.BLOCK + 1):
-            rng = np.random.default_rng((self.seed, block, 1))
-            lengths = rng.integers(20, 90, self.BLOCK)
-            picks = np.searchsorted(self.cdf, rng.random(int(lengths.sum())))
-            words = self.words[np.minimum(picks, len(self.words) - 1)].tolist()
-            bounds = np.concatenate(([0], np.cumsum(lengths))).tolist()
+            texts = self._block_texts(block)
             base = block * self.BLOCK
-            for i in range(self.BLOCK):
-                n = base + i
-                if start <= n < start + count:
-                    out.append(f"n{n} " + " ".join(words[bounds[i] : bounds[i + 1]]))
+            lo, hi = max(start, base) - base, min(start + count, base + self.BLOCK) - base
+            out.extend(texts[lo:hi])
         return out
+
+    @lru_cache(maxsize=8)  # noqa: B019 (one corpus per run)
+    def _block_texts(self, block: int) -> list[str]:
+        rng = np.random.default_rng((self.seed, block, 1))
+        lengths = rng.integers(20, 90, self.BLOCK)
+        picks = np.searchsorted(self.cdf, rng.random(int(lengths.sum())))
+        words = self.words[np.minimum(picks, len(self.words) - 1)].tolist()
+        bounds = np.concatenate(([0], np.cumsum(lengths))).tolist()
+        base = block * self.BLOCK
+        return [
+            f"n{base + i} " + " ".join(words[bounds[i] : bounds[i + 1]]) for i in range(self.BLOCK)
+        ]
 
     def vector_block(self, block: int) -> np.ndarray:
         """Unit vectors of one block of chunks: topic + subtopic + noise, lifted to 384-d."""

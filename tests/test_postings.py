@@ -6,7 +6,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ragloom.segments.postings import Postings, count_postings, encode_many
+from ragloom.segments.postings import Postings, count_postings, decode_many, encode_many
 
 chunk = st.dictionaries(st.integers(0, 2**32 - 1), st.integers(1, 2**20), max_size=40)
 
@@ -21,6 +21,10 @@ def _postings(pairs: dict[int, int]) -> Postings:
 def test_encoding_round_trips_and_batches_match(chunks) -> None:
     postings = [_postings(c) for c in chunks]
     assert encode_many(postings) == [p.to_bytes() for p in postings]
+    ids, tfs, counts = decode_many(encode_many(postings))
+    assert counts.tolist() == [len(p.term_ids) for p in postings]
+    flat = [int(t) for p in postings for t in p.term_ids]
+    assert ids.tolist() == flat and tfs.tolist() == [int(f) for p in postings for f in p.tfs]
     for p in postings:
         back = Postings.from_bytes(p.to_bytes())
         assert back.term_ids.tolist() == p.term_ids.tolist()

@@ -195,3 +195,36 @@ def test_a_segment_file_reads_back_equal(tmp_path) -> None:
     for spec in ({"book": 1}, {"tags": {"$overlap": ["b"]}}, {"$not": {"tags": {"$exists": True}}}):
         node = parse_filter(spec)
         assert np.array_equal(seg.columns.evaluate(node), back.columns.evaluate(node))
+
+
+def test_merging_into_a_file_equals_merging_in_memory(tmp_path) -> None:
+    from ragloom.segments.merge import merge_to_file
+    from ragloom.segments.persist import load_segment
+    from ragloom.segments.view import Part
+    from ragloom.store.sqlite.views import merge_parts
+
+    rng = np.random.default_rng(9)
+    parts = []
+    row = 1
+    for size in (700, 300, 1200):
+        postings = _random_postings(rng, size, 900)
+        meta = [{"g": int(i % 7), "t": ["x", "y"][: i % 3]} for i in range(size)]
+        vectors = rng.standard_normal((size, 6)).astype(np.float32)
+        has = rng.random(size) > 0.1
+        seg = build_segment(np.arange(row, row + size), postings, meta, vectors, has, 2)
+        part = Part(seg).deleting(np.flatnonzero(rng.random(size) < 0.2))
+        late = np.flatnonzero(~has)[:5]
+        part = part.with_late(late, rng.standard_normal((len(late), 6)).astype(np.float32))
+        parts.append(part)
+        row += size + 3
+    memory = merge_parts(parts, 2, 6)
+    written, _ = merge_to_file(parts, 2, 6, tmp_path / "m.seg")
+    disk = load_segment(tmp_path / "m.seg", "m")
+    assert written == memory.n == disk.n
+    for name in ("rows", "terms", "ptr", "docs", "tfs", "block_ptr", "block_max_tf", "vectors"):
+        assert np.array_equal(getattr(memory, name), getattr(disk, name)), name
+    assert np.array_equal(memory.has_vector, disk.has_vector)
+    assert np.array_equal(memory.lengths, disk.lengths)
+    assert np.array_equal(memory.block_min_len, disk.block_min_len)
+    for i in range(0, memory.n, 97):
+        assert memory.columns.row(i) == disk.columns.row(i)

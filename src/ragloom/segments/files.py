@@ -12,7 +12,8 @@ from __future__ import annotations
 import json
 import mmap
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -26,13 +27,31 @@ def _pad(length: int) -> int:
     return (-length) % ALIGN
 
 
-def write_arrays(path: Path, arrays: Mapping[str, np.ndarray], info: Mapping[str, Any]) -> int:
+@dataclass(frozen=True)
+class Blocks:
+    """An array too large to hold in memory, given as its dtype, shape and row blocks in
+    order (written as they come: merging a million vectors never holds them all)."""
+
+    dtype: np.dtype
+    shape: tuple[int, ...]
+    blocks: Iterable[np.ndarray]
+
+    @property
+    def nbytes(self) -> int:
+        return int(np.prod(self.shape)) * np.dtype(self.dtype).itemsize
+
+
+def write_arrays(
+    path: Path, arrays: Mapping[str, np.ndarray | Blocks], info: Mapping[str, Any]
+) -> int:
     """Write `arrays` and `info` to `path` atomically and durably; returns the file's size."""
     entries = {}
     offset = 0
     for name, array in arrays.items():
-        array = np.ascontiguousarray(array)
-        entries[name] = {"dtype": array.dtype.str, "shape": list(array.shape), "offset": offset}
+        if not isinstance(array, Blocks):
+            array = np.ascontiguousarray(array)
+        dtype = np.dtype(array.dtype)
+        entries[name] = {"dtype": dtype.str, "shape": list(array.shape), "offset": offset}
         offset += array.nbytes + _pad(array.nbytes)
     header = json.dumps({"arrays": entries, "info": info}, ensure_ascii=False).encode("utf-8")
     start = len(MAGIC) + 8 + len(header)
@@ -42,9 +61,16 @@ def write_arrays(path: Path, arrays: Mapping[str, np.ndarray], info: Mapping[str
         handle.write(MAGIC + len(header).to_bytes(8, "little") + header)
         handle.write(b"\0" * (start - handle.tell()))
         for array in arrays.values():
-            data = np.ascontiguousarray(array)
-            handle.write(memoryview(data).cast("B") if data.nbytes else b"")
-            handle.write(b"\0" * _pad(data.nbytes))
+            pieces = array.blocks if isinstance(array, Blocks) else [array]
+            written = 0
+            for piece in pieces:
+                data = np.ascontiguousarray(piece, dtype=array.dtype)
+                if data.nbytes:
+                    handle.write(memoryview(data).cast("B"))
+                written += data.nbytes
+            if written != array.nbytes:
+                raise ValueError(f"{path}: wrote {written} bytes of a {array.nbytes}-byte array")
+            handle.write(b"\0" * _pad(written))
         handle.flush()
         os.fsync(handle.fileno())
     os.replace(tmp, path)

@@ -59,14 +59,24 @@ def encode_many(postings: Sequence[Postings]) -> list[bytes]:
     if not postings:
         return []
     counts = np.fromiter((len(p.term_ids) for p in postings), np.int64, len(postings))
-    ids = np.concatenate([p.term_ids for p in postings]).astype(np.int64)
-    tfs = np.concatenate([p.tfs for p in postings]).astype(np.int64)
+    ids = np.concatenate([p.term_ids for p in postings])
+    tfs = np.concatenate([p.tfs for p in postings])
+    return encode_flat(ids, tfs, counts)
+
+
+def encode_flat(ids: np.ndarray, tfs: np.ndarray, counts: np.ndarray) -> list[bytes]:
+    """Encode chunks given flat (term ids, frequencies, terms per chunk)."""
+    if not len(counts):
+        return []
+    ids = ids.astype(np.int64)
+    tfs = tfs.astype(np.int64)
+    counts = np.asarray(counts, np.int64)
     starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
     deltas = np.diff(ids, prepend=0)
     nonempty = counts > 0
     deltas[starts[nonempty]] = ids[starts[nonempty]]  # each chunk's first id is absolute
-    dmax = np.zeros(len(postings), np.int64)
-    tmax = np.zeros(len(postings), np.int64)
+    dmax = np.zeros(len(counts), np.int64)
+    tmax = np.zeros(len(counts), np.int64)
     if nonempty.any():
         dmax[nonempty] = np.maximum.reduceat(deltas, starts[nonempty])
         tmax[nonempty] = np.maximum.reduceat(tfs, starts[nonempty])
@@ -74,7 +84,7 @@ def encode_many(postings: Sequence[Postings]) -> list[bytes]:
     tws = np.where(tmax < 2**8, 0, np.where(tmax < 2**16, 1, 2))
     encoded_d = {w: deltas.astype(_WIDTHS[w]).tobytes() for w in np.unique(dws).tolist()}
     encoded_t = {w: tfs.astype(_WIDTHS[w]).tobytes() for w in np.unique(tws).tolist()}
-    headers = np.zeros(len(postings), _HEADER)
+    headers = np.zeros(len(counts), _HEADER)
     headers["count"], headers["delta_width"], headers["tf_width"] = counts, dws, tws
     header_bytes = headers.tobytes()
     size = _HEADER.itemsize
@@ -91,8 +101,57 @@ def encode_many(postings: Sequence[Postings]) -> list[bytes]:
     return out
 
 
-def count_postings(term_lists: Sequence[Sequence[str]], vocab: dict[str, int]) -> list[Postings]:
-    """Postings of many chunks at once (term strings -> ids via `vocab`), vectorized."""
+def _ranges(starts: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+    """All positions start..start+size-1 of several ranges, concatenated."""
+    total = int(sizes.sum())
+    if not total:
+        return np.zeros(0, np.int64)
+    shift = np.repeat(starts - np.concatenate(([0], np.cumsum(sizes)[:-1])), sizes)
+    return np.arange(total, dtype=np.int64) + shift
+
+
+def decode_many(blobs: Sequence[bytes]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Many encoded chunks at once: (term ids, frequencies, terms per chunk), flat.
+
+    The inverse of `to_bytes`, vectorized over the batch (opening an index decodes the
+    newest chunks this way)."""
+    if not blobs:
+        empty = np.zeros(0, np.uint32)
+        return empty, empty, np.zeros(0, np.int64)
+    sizes = np.fromiter(map(len, blobs), np.int64, len(blobs))
+    starts = np.concatenate(([0], np.cumsum(sizes)[:-1]))
+    raw = np.frombuffer(b"".join(blobs), np.uint8)
+    header = raw[_ranges(starts, np.full(len(blobs), _HEADER.itemsize, np.int64))]
+    header = header.view(_HEADER)
+    counts = header["count"].astype(np.int64)
+    dws = np.array([1, 2, 4])[header["delta_width"]]
+    tws = np.array([1, 2, 4])[header["tf_width"]]
+    body = starts + _HEADER.itemsize
+
+    def column(at: np.ndarray, widths: np.ndarray) -> np.ndarray:
+        out = np.zeros(int(counts.sum()), np.int64)
+        first = np.concatenate(([0], np.cumsum(counts)[:-1]))
+        for width, dtype in ((1, "<u1"), (2, "<u2"), (4, "<u4")):
+            chosen = widths == width
+            if not chosen.any():
+                continue
+            values = raw[_ranges(at[chosen], counts[chosen] * width)].view(dtype)
+            out[_ranges(first[chosen], counts[chosen])] = values
+        return out
+
+    deltas = column(body, dws)
+    tfs = column(body + counts * dws, tws)
+    running = np.concatenate(([0], np.cumsum(deltas)))
+    first = np.concatenate(([0], np.cumsum(counts)[:-1]))
+    ids = running[1:] - np.repeat(running[first], counts)  # each chunk restarts from 0
+    return ids.astype(np.uint32), tfs.astype(np.uint32), counts
+
+
+def count_flat(
+    term_lists: Sequence[Sequence[str]], vocab: dict[str, int]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Many chunks' postings at once, flat: (term ids, frequencies, terms per chunk), each
+    chunk's term ids ascending."""
     lengths = np.fromiter(map(len, term_lists), np.int64, len(term_lists))
     flat = chain.from_iterable(term_lists)
     ids = np.fromiter(map(vocab.__getitem__, flat), np.int64, int(lengths.sum()))
@@ -100,9 +159,12 @@ def count_postings(term_lists: Sequence[Sequence[str]], vocab: dict[str, int]) -
     keys = np.repeat(np.arange(len(term_lists), dtype=np.int64), lengths) * width + ids
     unique, counts = np.unique(keys, return_counts=True)
     chunk_of, term_of = np.divmod(unique, width)
-    bounds = np.searchsorted(chunk_of, np.arange(len(term_lists) + 1))
-    terms32, counts32 = term_of.astype(np.uint32), counts.astype(np.uint32)
-    return [
-        Postings(terms32[lo:hi], counts32[lo:hi])
-        for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist())
-    ]
+    per_chunk = np.bincount(chunk_of, minlength=len(term_lists)).astype(np.int64)
+    return term_of.astype(np.uint32), counts.astype(np.uint32), per_chunk
+
+
+def count_postings(term_lists: Sequence[Sequence[str]], vocab: dict[str, int]) -> list[Postings]:
+    """Postings of many chunks at once (term strings -> ids via `vocab`), vectorized."""
+    ids, tfs, counts = count_flat(term_lists, vocab)
+    bounds = np.concatenate(([0], np.cumsum(counts))).tolist()
+    return [Postings(ids[lo:hi], tfs[lo:hi]) for lo, hi in zip(bounds[:-1], bounds[1:])]

@@ -149,15 +149,33 @@ def build_segment(
     vector_epoch: int = 0,
 ) -> Segment:
     """A segment from chunks given in ascending row order."""
-    rows = np.asarray(rows, np.int64)
     counts = np.fromiter((len(p.term_ids) for p in postings), np.int64, len(postings))
-    lengths = np.fromiter((p.length for p in postings), np.float64, len(postings))
     if len(postings):
         terms = np.concatenate([p.term_ids for p in postings]).astype(np.uint32)
         tfs = np.concatenate([p.tfs for p in postings]).astype(np.uint32)
     else:
         terms, tfs = np.zeros(0, np.uint32), np.zeros(0, np.uint32)
-    docs = np.repeat(np.arange(len(postings), dtype=np.uint32), counts)
+    return build_segment_flat(
+        rows, terms, tfs, counts, metadatas, vectors, has_vector, vector_epoch
+    )
+
+
+def build_segment_flat(
+    rows: Sequence[int] | np.ndarray,
+    terms: np.ndarray,
+    tfs: np.ndarray,
+    counts: np.ndarray,
+    metadatas: Sequence[dict[str, Any]],
+    vectors: np.ndarray | None = None,
+    has_vector: np.ndarray | None = None,
+    vector_epoch: int = 0,
+) -> Segment:
+    """A segment from flat postings: `counts[i]` (term id, frequency) pairs per chunk, in
+    ascending row order."""
+    rows = np.asarray(rows, np.int64)
+    counts = np.asarray(counts, np.int64)
+    docs = np.repeat(np.arange(len(counts), dtype=np.uint32), counts)
+    lengths = np.bincount(docs, weights=tfs, minlength=len(counts)).astype(np.float64)
     order = np.argsort(terms, kind="stable")  # docs stay ascending within a term
     arrays = _csr(terms[order], docs[order], tfs[order], lengths)
     return Segment(

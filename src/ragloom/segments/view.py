@@ -22,6 +22,8 @@ from ragloom.segments.segment import Segment
 from ragloom.topn import best_first
 
 _NO_DOCS = np.zeros(0, np.int64)
+EXACT_BELOW = 30_000  # eligible vectors scanned exactly rather than through the graph
+EXACT_SHARE = 0.05
 
 
 @dataclass(frozen=True, eq=False)
@@ -88,6 +90,17 @@ class Part:
         order = np.argsort(docs, kind="stable")
         return replace(self, late_docs=docs[order], late_vectors=vectors[order], cache={})
 
+    def n_missing(self, epoch: int) -> int:
+        """Live chunks of this part without a usable vector (remembered per part)."""
+        key = ("missing", epoch)
+        found = self.cache.get(key)
+        if found is None:
+            missing = ~self.has_vector(epoch)
+            if self.dead is not None:
+                missing &= ~self.dead
+            found = self.cache[key] = int(missing.sum())
+        return found
+
     def has_vector(self, epoch: int) -> np.ndarray:
         """Bool per chunk: a usable vector exists (live or not)."""
         seg = self.segment
@@ -117,23 +130,45 @@ class Part:
             self.cache[cache_key] = mask
         return mask
 
-    def dense(self, query: np.ndarray, k: int, eligible: np.ndarray | None, epoch: int):
-        """Top k (chunk numbers, cosine) of live chunks with a vector, exactly."""
+    def searchable(self, eligible: np.ndarray | None, epoch: int, key: Any) -> np.ndarray:
+        """Chunks whose own segment vector may be returned: it exists (no late vector
+        replaces it), the chunk is live and passes the filter. Remembered per filter."""
+        cache_key = ("searchable", epoch, key)
+        mask = self.cache.get(cache_key)
+        if mask is None:
+            seg = self.segment
+            mask = np.array(seg.has_vector, bool)  # type: ignore[arg-type]
+            mask[self.late_docs] = False  # a late vector replaces the segment's own
+            if eligible is not None:
+                mask &= eligible
+            elif self.dead is not None:
+                mask &= ~self.dead
+            self.cache[cache_key] = mask
+        return mask
+
+    def dense(
+        self,
+        query: np.ndarray,
+        k: int,
+        eligible: np.ndarray | None,
+        epoch: int,
+        key: Any = None,
+    ):
+        """Top k (chunk numbers, cosine) of live chunks with a vector: through the segment's
+        graph when it has one and the filter leaves many chunks, else exactly."""
         seg = self.segment
         pools = []
         if seg.vectors is not None and seg.vector_epoch == epoch:
-            ok = np.array(seg.has_vector, bool)
-            ok[self.late_docs] = False  # a late vector replaces the segment's own
-            if eligible is not None:
-                ok &= eligible
-            docs = np.flatnonzero(ok)
-            if len(docs):
-                scores = (
-                    seg.vectors[docs] @ query
-                    if len(docs) < seg.n // 4
-                    else (seg.vectors @ query)[docs]
-                )
-                pools.append((docs, scores))
+            ok = self.searchable(eligible, epoch, key)
+            docs = self._approximate(query, k, ok)
+            if docs is None:
+                docs = np.flatnonzero(ok)
+                if len(docs) and len(docs) >= seg.n // 4:
+                    scores = (seg.vectors @ query)[docs]
+                    pools.append((docs, scores))
+                    docs = None
+            if docs is not None and len(docs):
+                pools.append((docs, seg.vectors[docs] @ query))
         if self.late_vectors is not None and len(self.late_docs):
             docs = self.late_docs
             scores = self.late_vectors @ query
@@ -147,6 +182,18 @@ class Part:
         scores = np.concatenate([p[1] for p in pools]).astype(np.float32)
         best = best_first(np.arange(len(docs)), scores, k)
         return docs[best], scores[best]
+
+    def _approximate(self, query: np.ndarray, k: int, ok: np.ndarray) -> np.ndarray | None:
+        """Candidates from the graph (to be scored exactly), or None to scan exactly."""
+        ann = self.segment.ann
+        if ann is None:
+            return None
+        count = int(ok.sum()) if ok is not None else self.segment.n
+        if count <= EXACT_BELOW or count < EXACT_SHARE * self.segment.n:
+            return None  # a selective filter: the few eligible vectors are scanned exactly
+        want = max(3 * k, k + 40)
+        docs = ann.search(query, want, ok)
+        return docs if len(docs) >= min(k, count) else None
 
     def vector(self, doc: int, epoch: int) -> np.ndarray | None:
         """The vector of one chunk, if it has one."""
@@ -200,13 +247,7 @@ class CollectionView:
     @cached_property
     def n_vectors(self) -> int:
         """Live chunks with a usable vector."""
-        total = 0
-        for part in self.parts:
-            has = part.has_vector(self.epoch)
-            if part.dead is not None:
-                has &= ~part.dead
-            total += int(has.sum())
-        return total
+        return sum(p.n_live - p.n_missing(self.epoch) for p in self.parts)
 
     @property
     def n_pending(self) -> int:
@@ -295,7 +336,8 @@ class CollectionView:
         query = np.asarray(query, np.float32)
         rows, scores = [], []
         for part in self.parts:
-            docs, sims = part.dense(query, k, part.eligible(where, where_key), self.epoch)
+            eligible = part.eligible(where, where_key)
+            docs, sims = part.dense(query, k, eligible, self.epoch, where_key)
             rows.append(part.segment.rows[docs])
             scores.append(sims)
         if not rows:

@@ -24,17 +24,19 @@ from typing import Any
 import numpy as np
 
 from ragloom.errors import StoreError
-from ragloom.segments.persist import save_segment
+from ragloom.segments import ann
+from ragloom.segments.merge import merge_to_file
 from ragloom.segments.policy import plan_merge
 from ragloom.segments.view import CollectionView, Part
 from ragloom.store.sqlite.errors import from_os
-from ragloom.store.sqlite.views import merge_parts, read_collections
+from ragloom.store.sqlite.views import attach_graph, merge_parts, read_collections
 
 log = logging.getLogger("ragloom.store")
 
 FLUSH_ROWS = int(os.environ.get("RAGLOOM_FLUSH_ROWS", "20000"))
 MERGE_FACTOR = int(os.environ.get("RAGLOOM_MERGE_FACTOR", "10"))
 SETTLE_AFTER = 0.5  # seconds without writes before in-memory segments are folded together
+GRAPH_AFTER = float(os.environ.get("RAGLOOM_GRAPH_AFTER", "2"))  # idle seconds before graphs
 RETIRED_GRACE = 60.0  # seconds a merged-away file stays for readers of older versions
 ORPHAN_AGE = 600.0  # files not in the manifest are removed once this old
 
@@ -52,6 +54,7 @@ class Maintenance:
         self._lock = threading.Lock()  # one step at a time in this process
         self.background = os.environ.get("RAGLOOM_BACKGROUND", "1") != "0"
         self.last_write = 0.0
+        self.deferred = False
 
     def nudge(self) -> None:
         """Ask for a round of work (after a write)."""
@@ -71,15 +74,19 @@ class Maintenance:
             self._thread = None
 
     def _loop(self) -> None:
+        waiting = False  # work that only runs once writes pause is not done yet
         while not self._stop.is_set():
-            self._wake.wait()
+            woken = self._wake.wait(timeout=GRAPH_AFTER if waiting else None)
             self._wake.clear()
-            self._stop.wait(SETTLE_AFTER)  # let a burst of writes finish first
+            if woken:
+                self._stop.wait(SETTLE_AFTER)  # let a burst of writes finish first
             try:
                 while not self._stop.is_set() and self.step():
                     pass
+                waiting = self.deferred
             except Exception:  # keep serving; the next write retries
                 log.exception("background merge failed")
+                waiting = False
 
     def run_now(self) -> None:
         """Do every pending flush and merge now, in this thread."""
@@ -90,6 +97,7 @@ class Maintenance:
     # -- one step ---------------------------------------------------------------------
     def step(self) -> bool:
         """One flush or merge if any is due; True when something was done."""
+        self.deferred = False
         with self._lock:
             store = self.store
             with store.snapshot() as snap:
@@ -104,14 +112,41 @@ class Maintenance:
             for view in views:
                 if self._settle(view):
                     return True
+            for view in views:
+                if self._build_graph(view):
+                    return True
             self._clean_files()
             return False
+
+    def _build_graph(self, view: CollectionView) -> bool:
+        """Once writes pause, give the next large segment its approximate-search graph."""
+        if not ann.available():
+            return False
+        for part in view.parts[: view.files]:
+            segment = part.segment
+            if segment.ann is not None or segment.n < ann.ANN_MIN or segment.vectors is None:
+                continue
+            if time.monotonic() - self.last_write < GRAPH_AFTER:
+                self.deferred = True
+                return False
+            path = self.store.files.path(segment.name)
+            if attach_graph(segment, path):
+                continue  # another process built it
+            try:
+                ann.AnnIndex.build(segment.vectors, ann.ann_path(path))
+            except OSError as exc:
+                raise from_os(exc, f"graph of segment {segment.name}") from None
+            return attach_graph(segment, path)
+        return False
 
     def _settle(self, view: CollectionView) -> bool:
         """Once writes pause, fold the in-memory segments into one: the same version, read
         faster (a pure memory change, nothing is written)."""
         memory = view.parts[view.files :]
-        if len(memory) < 2 or time.monotonic() - self.last_write < SETTLE_AFTER:
+        if len(memory) < 2:
+            return False
+        if time.monotonic() - self.last_write < SETTLE_AFTER:
+            self.deferred = True
             return False
         merged = merge_parts(memory, view.epoch, view.dimension)
         settled = replace(
@@ -147,16 +182,17 @@ class Maintenance:
         """Write parts [i, j) of `view` as one segment file and commit it in their place."""
         store = self.store
         parts = view.parts[i:j]
-        segment = merge_parts(parts, view.epoch, view.dimension)
         name = f"c{view.collection_id}-{uuid.uuid4().hex[:16]}"
-        size = 0
-        if segment.n:
-            try:
-                store.files.folder.mkdir(exist_ok=True)
-                size = save_segment(segment, store.files.path(name))
-            except OSError as exc:
-                raise from_os(exc, f"segment file {name}") from None
-            segment = store.files.get(name)  # the mapped file, not the arrays in memory
+        try:
+            store.files.folder.mkdir(exist_ok=True)
+            written, size = merge_to_file(parts, view.epoch, view.dimension, store.files.path(name))
+        except OSError as exc:
+            raise from_os(exc, f"segment file {name}") from None
+        if written:
+            segment = store.files.get(name)  # mapped from the file
+        else:
+            store.files.path(name).unlink(missing_ok=True)
+            segment = None
         old_names = [p.segment.name for p in parts if p.segment.name]
         flush = i >= view.files
         span = (
@@ -176,10 +212,10 @@ class Maintenance:
                     generation = write.generation
                     committed = True
             finally:
-                if not committed and segment.n:
+                if not committed and written:
                     with contextlib.suppress(OSError):
                         store.files.path(name).unlink()
-            new_part = _carry_over(segment, current) if segment.n else None
+            new_part = _carry_over(segment, current) if segment is not None else None
             store.publish_view(_replaced(current, view, i, j, new_part, upto, generation, flush))
         store.files.forget(old_names)
         return True

@@ -69,7 +69,11 @@ class SQLiteCollection(CollectionReader):
             "pending": view.n_pending if view.dimension or self.info.config.get("embedding") else 0,
             "terms": self.snapshot.store.vocabulary_size(view),
             "avg_chunk_terms": round(view.avgdl, 2),
-            "segments": {"files": view.files, "memory": len(view.parts) - view.files},
+            "segments": {
+                "files": view.files,
+                "memory": len(view.parts) - view.files,
+                "graphs": sum(p.segment.ann is not None for p in view.parts),
+            },
         }
 
     def size(self) -> int:

@@ -10,6 +10,7 @@ filled since. Every process derives the same view from the same generation.
 from __future__ import annotations
 
 import json
+import logging
 import sqlite3
 import threading
 from collections.abc import Sequence
@@ -21,11 +22,15 @@ from typing import Any
 import numpy as np
 
 from ragloom.config import CollectionConfig
+from ragloom.segments.ann import AnnIndex, ann_path
+from ragloom.segments.ann import available as ann_available
 from ragloom.segments.persist import load_segment
 from ragloom.segments.policy import plan_merge
-from ragloom.segments.postings import Postings
-from ragloom.segments.segment import Segment, build_segment, merge_segments
+from ragloom.segments.postings import decode_many
+from ragloom.segments.segment import Segment, build_segment_flat, merge_segments
 from ragloom.segments.view import CollectionView, Part
+
+log = logging.getLogger("ragloom.store")
 
 MEMORY_FACTOR = 8  # in-memory segments merge in tiers of this many
 MEMORY_FLOOR = 64
@@ -73,6 +78,23 @@ def dimension_of(config: dict[str, Any]) -> int | None:
     return int(value) if value else None
 
 
+def attach_graph(segment: Segment, path: Path) -> bool:
+    """Give a segment its approximate-search graph if its file exists and reads well."""
+    graph = ann_path(path)
+    if segment.ann is not None or not graph.exists() or not ann_available():
+        return segment.ann is not None
+    try:
+        index = AnnIndex.load(graph)
+    except Exception as exc:  # derived data: a damaged graph means exact search
+        log.warning("ignoring damaged graph %s (%s); run `ragloom check --repair`", graph, exc)
+        return False
+    if index.n != segment.n:
+        log.warning("ignoring stale graph %s; run `ragloom check --repair`", graph)
+        return False
+    object.__setattr__(segment, "ann", index)  # a cache beside immutable data
+    return True
+
+
 class SegmentFiles:
     """Segment files of one index, mapped once and shared by every view that uses them."""
 
@@ -92,6 +114,7 @@ class SegmentFiles:
             segment = load_segment(self.path(name), name)
         except FileNotFoundError:
             raise SegmentMissing(name) from None
+        attach_graph(segment, self.path(name))
         with self._lock:
             return self._loaded.setdefault(name, segment)
 
@@ -132,36 +155,36 @@ def chunk_segment(
     if not records:
         return None
     doc_meta: dict[str, dict[str, Any]] = {}
-    rows, postings, metadatas, vectors = [], [], [], []
-    for chunk_id, terms, own, document, blob in records:
+    metadatas = []
+    for _, _, own, document, _ in records:
         base = doc_meta.get(document)
         if base is None:
             base = doc_meta[document] = json.loads(document)
-        rows.append(chunk_id)
-        postings.append(Postings.from_bytes(terms))
         metadatas.append({**base, **json.loads(own)} if own else base)
-        vectors.append(_blob_vector(blob, dimension))
-    return segment_from(rows, postings, metadatas, vectors, dimension, epoch)
+    ids, tfs, counts = decode_many([r[1] for r in records])
+    vectors = [_blob_vector(r[4], dimension) for r in records]
+    return segment_from(
+        [r[0] for r in records], (ids, tfs, counts), metadatas, vectors, dimension, epoch
+    )
 
 
 def segment_from(
     rows: Sequence[int],
-    postings: Sequence[Postings],
+    postings: tuple[np.ndarray, np.ndarray, np.ndarray],
     metadatas: Sequence[dict[str, Any]],
     vectors: Sequence[np.ndarray | None],
     dimension: int | None,
     epoch: int,
 ) -> Segment:
-    """An in-memory segment; chunks whose vector is None are pending."""
+    """An in-memory segment from flat postings; chunks whose vector is None are pending."""
     matrix = has = None
     if dimension is not None:
         matrix = np.zeros((len(rows), dimension), np.float32)
-        has = np.zeros(len(rows), bool)
-        for i, vector in enumerate(vectors):
-            if vector is not None:
-                matrix[i] = vector
-                has[i] = True
-    return build_segment(rows, postings, metadatas, matrix, has, epoch)
+        has = np.fromiter((v is not None for v in vectors), bool, len(vectors))
+        if has.any():
+            matrix[has] = np.stack([v for v in vectors if v is not None])
+    ids, tfs, counts = postings
+    return build_segment_flat(rows, ids, tfs, counts, metadatas, matrix, has, epoch)
 
 
 def load_view(

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from ragloom.errors import InputError
-from ragloom.segments.postings import Postings, count_postings, encode_many
+from ragloom.segments.postings import count_flat, encode_flat
 from ragloom.segments.segment import Segment
 from ragloom.store.base import Write
 from ragloom.store.records import CollectionInfo, NewDocument, WriteOutcome
@@ -205,7 +205,7 @@ class SQLiteWrite(Write):
         outcome.removed_chunks = len(removed)
         chunks = [c for d in documents for c in d.chunks]
         vocab = self._vocabulary(chain.from_iterable(c.terms for c in chunks))
-        postings = count_postings([c.terms for c in chunks], vocab)
+        postings = count_flat([c.terms for c in chunks], vocab)
         config = self._config(collection)
         dimension = dimension_of(config)
         vectors = [c.vector for c in chunks]
@@ -269,7 +269,7 @@ class SQLiteWrite(Write):
         self,
         collection: CollectionInfo,
         documents: Sequence[NewDocument],
-        postings: Sequence[Postings],
+        postings: tuple[np.ndarray, np.ndarray, np.ndarray],
     ) -> list[int]:
         """Insert documents and chunks with explicit row ids; returns the chunk row ids."""
         conn = self.conn
@@ -280,7 +280,7 @@ class SQLiteWrite(Write):
         now = time.time()
         doc_rows, chunk_rows = [], []
         next_row = chunk_base
-        post = iter(encode_many(postings))
+        post = iter(encode_flat(*postings))
         for i, new in enumerate(documents):
             d = new.document
             spans = [(c.start, c.end, c.text) for c in new.chunks]

@@ -1,0 +1,193 @@
+"""Scale benchmark (issues 14 and 18): build, size, open, query and write at 10k-1M chunks.
+
+Usage: python bench/scale.py [--sizes 10000 100000 1000000] [--work /tmp/ragloom-scale]
+       [--cache /work/cache]
+
+Chunks are synthetic (bench/scale_data.py: Zipf words, 20-89 a chunk; clustered 384-d
+vectors) and embedded by a trivial table lookup, so the figures measure ragloom. Each phase
+runs in its own process (peak memory is per phase). In the same run, the peers: SQLite FTS5
+over the same texts, and exact numpy search over the same vectors. Prints tables.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+from rich.console import Console
+from rich.table import Table
+
+sys.path.insert(0, str(Path(__file__).parent))
+from scale_data import Corpus  # noqa: E402
+from scale_peers import build_fts5, exact_topk, fts5_query  # noqa: E402
+
+console = Console()
+
+
+def run(role: str, path: Path, n: int, cache: Path) -> dict:
+    worker = Path(__file__).parent / "scale_worker.py"
+    done = subprocess.run(
+        [sys.executable, str(worker), role, str(path), str(n), str(cache)],
+        capture_output=True,
+        text=True,
+        env={"RAGLOOM_EMBEDDER": "none", **__import__("os").environ},
+    )
+    if done.returncode:
+        raise SystemExit(f"{role} failed:\n{done.stderr[-4000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def sizes_on_disk(path: Path, n: int) -> dict[str, float]:
+    """Bytes per chunk: SQLite tables and indexes, segment files, graphs."""
+    out: dict[str, float] = {}
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    for name, size in conn.execute("SELECT name, sum(pgsize) FROM dbstat GROUP BY name"):
+        out[f"sqlite {name}"] = size / n
+    conn.close()
+    folder = path.with_name(path.name + "-segments")
+    for suffix, label in ((".seg", "segment files"), (".hnsw", "graph files")):
+        total = (
+            sum(f.stat().st_blocks * 512 for f in folder.glob(f"*{suffix}"))
+            if folder.exists()
+            else 0
+        )
+        out[label] = total / n
+    wal = path.with_name(path.name + "-wal")
+    out["sqlite wal"] = (wal.stat().st_size if wal.exists() else 0) / n
+    out["total"] = sum(out.values())
+    return out
+
+
+def peers(corpus: Corpus, n: int, work: Path, cache: Path) -> dict:
+    """FTS5 and exact numpy latencies on the same data and queries as `serve`."""
+    fts = build_fts5(corpus, n, work / f"fts-{n}.db")
+    conn = sqlite3.connect(work / f"fts-{n}.db")
+    words = {
+        "common": corpus.words[:3].tolist(),
+        "rare": [corpus.words[40_000 + 17 * i] for i in range(3)],
+    }
+    where = {"none": None, "1%": ("grp", 7), "0.1%": ("shard", 123)}
+    out: dict = {"fts5 build_s": fts["build_s"], "fts5 bytes/chunk": fts["bytes"] / n}
+    for fname, cond in where.items():
+        for label, terms in words.items():
+            times = []
+            for _ in range(20):
+                started = time.perf_counter()
+                fts5_query(conn, terms, cond)
+                times.append((time.perf_counter() - started) * 1000)
+            out[f"fts5 {label} {fname}"] = times
+    table = corpus.vector_table(n + 100_000, cache)
+    matrix = np.ascontiguousarray(table[:n])
+    rows = np.arange(n)
+    masks = {"none": None, "1%": rows % 100 == 7, "0.1%": (rows * 7919) % 1000 == 123}
+    for fname, mask in masks.items():
+        times = []
+        for q in range(20):
+            started = time.perf_counter()
+            exact_topk(matrix, table[n + 1000 + 37 * q], 10, mask)
+            times.append((time.perf_counter() - started) * 1000)
+        out[f"numpy {fname}"] = times
+    return out
+
+
+def _p(values: list[float], q: float) -> str:
+    return f"{np.percentile(values, q):.1f}"
+
+
+def report(n: int, build: dict, disk: dict, serve: dict, writes: dict, peer: dict) -> None:
+    table = Table(title=f"{n:,} chunks: queries (ms, p50 / p95)")
+    for column in ("query", "filter", "ragloom", "peer", "peer p50 / ragloom p50"):
+        table.add_column(column)
+    for fname in ("none", "1%", "0.1%"):
+        for label in ("common", "rare"):
+            ours, theirs = serve[f"lexical {label} {fname}"], peer[f"fts5 {label} {fname}"]
+            ratio = np.percentile(theirs, 50) / max(np.percentile(ours, 50), 1e-9)
+            table.add_row(
+                f"lexical {label}",
+                fname,
+                f"{_p(ours, 50)} / {_p(ours, 95)}",
+                f"FTS5 {_p(theirs, 50)} / {_p(theirs, 95)}",
+                f"{ratio:.1f}x",
+            )
+        ours, theirs = serve[f"dense {fname}"], peer[f"numpy {fname}"]
+        ratio = np.percentile(theirs, 50) / max(np.percentile(ours, 50), 1e-9)
+        table.add_row(
+            "dense",
+            fname,
+            f"{_p(ours, 50)} / {_p(ours, 95)} (recall@10 {serve[f'dense recall {fname}']:.3f})",
+            f"numpy {_p(theirs, 50)} / {_p(theirs, 95)}",
+            f"{ratio:.1f}x",
+        )
+        hybrid = serve[f"hybrid {fname}"]
+        table.add_row("hybrid", fname, f"{_p(hybrid, 50)} / {_p(hybrid, 95)}", "", "")
+    console.print(table)
+    facts = Table(title=f"{n:,} chunks: build, open, memory, writes")
+    facts.add_column("what")
+    facts.add_column("figure")
+    facts.add_row("Index.add", f"{build['add_s']:.1f} s, {build['add_chunks_per_s']:,.0f} chunks/s")
+    facts.add_row("per 100k", ", ".join(f"{p['chunks_per_s']:,.0f}" for p in build["per_100k"]))
+    facts.add_row(
+        "optimize (flush, merges, graphs)", f"{build['optimize_s']:.1f} s {build['segments']}"
+    )
+    facts.add_row("peak RSS building", f"{build['peak_mb']:.0f} MB")
+    facts.add_row(
+        "FTS5 build", f"{peer['fts5 build_s']:.1f} s, {peer['fts5 bytes/chunk']:.0f} B/chunk"
+    )
+    facts.add_row("open + warm", f"{serve['open_s']:.2f} s")
+    facts.add_row(
+        "serving RSS",
+        f"peak {serve['peak_mb']:.0f} MB, anonymous {serve['anon_mb']:.0f} MB, "
+        f"mapped files {serve['file_mb']:.0f} MB",
+    )
+    for name in ("add", "replace", "delete"):
+        w = writes[name]
+        facts.add_row(
+            f"one-document {name} (ms)", f"p50 {_p(w, 50)}, p95 {_p(w, 95)}, max {max(w):.1f}"
+        )
+    for name, value in disk.items():
+        facts.add_row(f"bytes/chunk: {name}", f"{value:,.0f}")
+    console.print(facts)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--sizes", nargs="+", type=int, default=[10_000, 100_000, 1_000_000])
+    parser.add_argument("--work", type=Path, default=Path("/tmp/ragloom-scale"))
+    parser.add_argument("--cache", type=Path, default=Path("/tmp/ragloom-scale/cache"))
+    args = parser.parse_args()
+    args.work.mkdir(parents=True, exist_ok=True)
+    corpus = Corpus()
+    console.print(
+        "embedder: bench-clustered-384 (table lookup), model: none, runtime: numpy; "
+        "ragloom: embedded SQLite store, faiss HNSW graphs on large segments"
+    )
+    for n in args.sizes:
+        path = args.work / f"scale-{n}.db"
+        for leftover in args.work.glob(f"scale-{n}.db*"):
+            if leftover.is_dir():
+                for f in leftover.iterdir():
+                    f.unlink()
+                leftover.rmdir()
+            else:
+                leftover.unlink()
+        build = run("build", path, n, args.cache)
+        disk = sizes_on_disk(path, n)
+        serve = run("serve", path, n, args.cache)
+        writes = run("writes", path, n, args.cache)
+        peer = peers(corpus, n, args.work, args.cache)
+        report(n, build, disk, serve, writes, peer)
+        (args.work / f"scale-{n}.json").write_text(
+            json.dumps(
+                {"build": build, "disk": disk, "serve": serve, "writes": writes, "peers": peer}
+            )
+        )
+
+
+if __name__ == "__main__":
+    main()

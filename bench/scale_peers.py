@@ -1,0 +1,50 @@
+"""The peers bench/scale.py measures in the same run: SQLite FTS5 (BM25 in SQL, no top-k
+pruning) and exact numpy search over the same vectors (one matrix-vector product)."""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from pathlib import Path
+
+import numpy as np
+from scale_data import Corpus
+
+
+def build_fts5(corpus: Corpus, n: int, path: Path) -> dict[str, float]:
+    """An FTS5 table over the same texts, with the filter keys as unindexed columns."""
+    path.unlink(missing_ok=True)
+    conn = sqlite3.connect(path)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("CREATE VIRTUAL TABLE t USING fts5(body, grp UNINDEXED, shard UNINDEXED)")
+    started = time.perf_counter()
+    for lo in range(0, n, 10_000):
+        texts = corpus.texts(lo, min(10_000, n - lo))
+        rows = [
+            (lo + i + 1, text, (lo + i) % 100, ((lo + i) * 7919) % 1000)
+            for i, text in enumerate(texts)
+        ]
+        conn.executemany("INSERT INTO t (rowid, body, grp, shard) VALUES (?, ?, ?, ?)", rows)
+        conn.commit()
+    seconds = time.perf_counter() - started
+    conn.close()
+    return {"build_s": seconds, "bytes": path.stat().st_size}
+
+
+def fts5_query(conn: sqlite3.Connection, words: list[str], where: tuple[str, int] | None):
+    match = " OR ".join(f'"{w}"' for w in words)
+    sql = "SELECT rowid, bm25(t) FROM t WHERE t MATCH ?"
+    params: list = [match]
+    if where is not None:
+        sql += f" AND {where[0]} = ?"
+        params.append(where[1])
+    return conn.execute(sql + " ORDER BY rank LIMIT 10", params).fetchall()
+
+
+def exact_topk(matrix: np.ndarray, query: np.ndarray, k: int, mask: np.ndarray | None):
+    """Exact top k by inner product (unit vectors: cosine), over rows passing `mask`."""
+    scores = matrix @ query
+    if mask is not None:
+        scores = np.where(mask, scores, -np.inf)
+    top = np.argpartition(-scores, k)[:k]
+    return top[np.argsort(-scores[top])]

@@ -1,0 +1,172 @@
+"""Roles bench/scale.py runs in child processes, so each one's memory is measured alone:
+`build` ingests N chunks, `serve` opens the index and runs the query mix, `writes` times
+one-document adds, replaces and deletes. Each prints one JSON object."""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+from scale_data import BenchEmbedder, Corpus
+from scale_peers import exact_topk
+
+from ragloom import Document, Index
+
+BATCH = 10_000
+
+
+def _rss() -> dict[str, float]:
+    """Peak and current resident memory (MB); anonymous memory excludes mapped files."""
+    status = Path("/proc/self/status").read_text().splitlines()
+    fields = {k: v.split()[0] for k, _, v in (line.partition(":") for line in status) if v.split()}
+    return {
+        "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "anon_mb": int(fields.get("RssAnon", 0)) / 1024,
+        "file_mb": int(fields.get("RssFile", 0)) / 1024,
+    }
+
+
+def _open(path: Path, corpus: Corpus, cache: Path, n: int) -> Index:
+    table = corpus.vector_table(n + 100_000, cache)
+    return Index(path, embedder=BenchEmbedder(corpus, table=table))
+
+
+def build(path: Path, n: int, cache: Path) -> dict:
+    corpus = Corpus()
+    index = _open(path, corpus, cache, n)
+    index.configure(chunking={"max_chars": 4000, "overlap": 0, "min_chars": 0})
+    started = time.perf_counter()
+    per_100k = []
+    mark = started
+    for lo in range(0, n, BATCH):
+        texts = corpus.texts(lo, min(BATCH, n - lo))
+        docs = [
+            Document(f"d{lo + i}", t, metadata=corpus.metadata(lo + i)) for i, t in enumerate(texts)
+        ]
+        index.add(docs)
+        if (lo + BATCH) % 100_000 == 0 or lo + BATCH >= n:
+            now = time.perf_counter()
+            done = min(lo + BATCH, n)
+            per_100k.append(
+                {"chunks": done, "chunks_per_s": (done - (len(per_100k) * 100_000)) / (now - mark)}
+            )
+            mark = now
+    add_seconds = time.perf_counter() - started
+    graph_started = time.perf_counter()
+    index.optimize()  # flush, merge, and build the graphs the background would build when idle
+    graph_seconds = time.perf_counter() - graph_started
+    stats = index.stats()["collections"]["default"]
+    index.close()
+    return {
+        "add_s": add_seconds,
+        "add_chunks_per_s": n / add_seconds,
+        "per_100k": per_100k,
+        "optimize_s": graph_seconds,
+        "segments": stats["segments"],
+        **_rss(),
+    }
+
+
+def _timed(fn, repeats: int) -> list[float]:
+    out = []
+    for i in range(repeats):
+        started = time.perf_counter()
+        fn(i)
+        out.append((time.perf_counter() - started) * 1000)
+    return out
+
+
+def _latency(index: Index, query: str, **kw) -> tuple[float, list]:
+    started = time.perf_counter()
+    hits = index.search(query, top_k=10, **kw)
+    return (time.perf_counter() - started) * 1000, hits
+
+
+def serve(path: Path, n: int, cache: Path) -> dict:
+    corpus = Corpus()
+    started = time.perf_counter()
+    index = _open(path, corpus, cache, n)
+    index.warm()
+    open_s = time.perf_counter() - started
+    table = corpus.vector_table(n + 100_000, cache)
+    words = {
+        "common": " ".join(corpus.words[:3].tolist()),
+        "rare": " ".join(corpus.words[40_000 + 17 * i] for i in range(3)),
+    }
+    filters = {"none": None, "1%": {"group": 7}, "0.1%": {"shard": 123}}
+    rows = np.arange(n)
+    masks = {"none": None, "1%": rows % 100 == 7, "0.1%": (rows * 7919) % 1000 == 123}
+    results: dict = {"open_s": open_s}
+    queries = [n + 1000 + 37 * i for i in range(40)]  # unseen chunks as queries
+    texts = [corpus.texts(q, 1)[0] for q in queries]
+    for fname, spec in filters.items():
+        for label, query in words.items():
+            results[f"lexical {label} {fname}"] = [
+                _latency(index, query, mode="lexical", filters=spec)[0] for _ in queries
+            ]
+        times, recall = [], []
+        for q, text in zip(queries, texts):
+            took, hits = _latency(index, text, mode="dense", filters=spec)
+            times.append(took)
+            exact = exact_topk(table[:n], table[q], 10, masks[fname])
+            recall.append(len({int(h.document_id[1:]) for h in hits} & set(exact.tolist())) / 10)
+        results[f"dense {fname}"] = times
+        results[f"dense recall {fname}"] = float(np.mean(recall))
+        results[f"hybrid {fname}"] = [
+            _latency(index, " ".join(t.split()[:8]), filters=spec)[0] for t in texts
+        ]
+    results.update(_rss())
+    index.close()
+    return results
+
+
+def writes(path: Path, n: int, cache: Path) -> dict:
+    corpus = Corpus()
+    index = _open(path, corpus, cache, n)
+    index.warm()
+    rng = np.random.default_rng(5)
+    out: dict = {}
+    fresh = iter(range(n + 50_000, n + 60_000))
+
+    def add(_: int) -> None:
+        number = next(fresh)
+        index.add(
+            [Document(f"d{number}", corpus.texts(number, 1)[0], metadata=corpus.metadata(number))]
+        )
+        assert index.search(f"n{number}", top_k=1, mode="lexical")[0].document_id == f"d{number}"
+
+    def replace(_: int) -> None:
+        target = int(rng.integers(0, n))
+        number = next(fresh)
+        index.add(
+            [Document(f"d{target}", corpus.texts(number, 1)[0], metadata=corpus.metadata(target))]
+        )
+        assert index.search(f"n{number}", top_k=1, mode="lexical")[0].document_id == f"d{target}"
+
+    def delete(_: int) -> None:
+        target = int(rng.integers(0, n))
+        try:
+            index.delete(f"d{target}")
+        except Exception:
+            return
+        assert not [
+            h
+            for h in index.search(f"n{target}", top_k=3, mode="lexical")
+            if h.document_id == f"d{target}"
+        ]
+
+    for name, fn in (("add", add), ("replace", replace), ("delete", delete)):
+        out[name] = _timed(fn, 100)
+    index.close()
+    return out
+
+
+if __name__ == "__main__":
+    role, path, n, cache = sys.argv[1], Path(sys.argv[2]), int(sys.argv[3]), Path(sys.argv[4])
+    os.environ.setdefault("RAGLOOM_EMBEDDER", "none")
+    print(json.dumps({"build": build, "serve": serve, "writes": writes}[role](path, n, cache)))

@@ -1,0 +1,91 @@
+"""Approximate nearest neighbours for large segments: an HNSW graph (faiss) over 8-bit
+scalar-quantized copies of the vectors, searched with the segment's filter as a bitmap and
+re-scored exactly with the float32 vectors, so returned scores are true cosines.
+
+Why faiss (bench/scale.py measures it): it filters inside C++ through an id bitmap (hnswlib
+filters through a Python callback, usearch not at all from Python), its 8-bit storage keeps the
+graph file small beside the float32 vectors, and `IO_FLAG_MMAP` maps the file at open. It
+cannot delete, which segments never need: deleted chunks are masked out, and merges rebuild.
+The graph is derived data: missing or damaged, the segment is searched exactly.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+
+import numpy as np
+
+log = logging.getLogger("ragloom.store")
+
+ANN_MIN = int(os.environ.get("RAGLOOM_ANN_MIN", "100000"))  # segments this large get a graph
+M = 16
+EF_CONSTRUCTION = 64
+EF_SEARCH = 128
+TRAIN = 50_000
+ADD_ROWS = 32_768
+
+
+def available() -> bool:
+    try:
+        import faiss  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def ann_path(segment_path: Path) -> Path:
+    return segment_path.with_suffix(".hnsw")
+
+
+class AnnIndex:
+    """A faiss HNSW index whose ids are a segment's chunk numbers."""
+
+    def __init__(self, index: object, n: int) -> None:
+        self.index = index
+        self.n = n
+
+    @classmethod
+    def build(cls, vectors: np.ndarray, path: Path, threads: int = 2) -> AnnIndex:
+        """Build from a (memory-mapped) matrix, write it atomically to `path`."""
+        import faiss
+
+        faiss.omp_set_num_threads(threads)
+        n, dimension = vectors.shape
+        index = faiss.IndexHNSWSQ(
+            dimension, faiss.ScalarQuantizer.QT_8bit, M, faiss.METRIC_INNER_PRODUCT
+        )
+        index.hnsw.efConstruction = EF_CONSTRUCTION
+        step = max(1, n // TRAIN)
+        index.train(np.ascontiguousarray(vectors[::step][:TRAIN], np.float32))
+        for lo in range(0, n, ADD_ROWS):
+            index.add(np.ascontiguousarray(vectors[lo : lo + ADD_ROWS], np.float32))
+        tmp = path.with_name(path.name + ".tmp")
+        faiss.write_index(index, str(tmp))
+        with open(tmp, "rb") as handle:
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+        return cls.load(path)
+
+    @classmethod
+    def load(cls, path: Path) -> AnnIndex:
+        import faiss
+
+        index = faiss.read_index(str(path), faiss.IO_FLAG_MMAP | faiss.IO_FLAG_READ_ONLY)
+        return cls(index, int(index.ntotal))
+
+    def search(
+        self, query: np.ndarray, k: int, allowed: np.ndarray, ef: int | None = None
+    ) -> np.ndarray:
+        """Up to `k` chunk numbers among `allowed` (bool per chunk), nearest first."""
+        import faiss
+
+        packed = np.packbits(allowed, bitorder="little")
+        selector = faiss.IDSelectorBitmap(self.n, faiss.swig_ptr(packed))
+        params = faiss.SearchParametersHNSW()
+        params.sel = selector
+        params.efSearch = max(ef or EF_SEARCH, k)
+        _, ids = self.index.search(np.asarray(query, np.float32).reshape(1, -1), k, params=params)
+        found = ids[0]
+        return found[found >= 0].astype(np.int64)
