@@ -105,7 +105,7 @@ def report(n: int, build: dict, disk: dict, serve: dict, writes: dict, peer: dic
     for column in ("query", "filter", "ragloom", "peer", "peer p50 / ragloom p50"):
         table.add_column(column)
     for fname in ("none", "1%", "0.1%"):
-        for label in ("common", "rare"):
+        for label in ("very common", "common", "rare"):
             ours, theirs = serve[f"lexical {label} {fname}"], peer[f"fts5 {label} {fname}"]
             ratio = np.percentile(theirs, 50) / max(np.percentile(ours, 50), 1e-9)
             table.add_row(

@@ -95,7 +95,8 @@ def serve(path: Path, n: int, cache: Path) -> dict:
     open_s = time.perf_counter() - started
     table = corpus.vector_table(n + 100_000, cache)
     words = {
-        "common": " ".join(corpus.words[:3].tolist()),
+        "very common": " ".join(corpus.words[:3].tolist()),  # in ~99% of chunks
+        "common": " ".join(corpus.words[20:23].tolist()),  # in ~10-20% of chunks
         "rare": " ".join(corpus.words[40_000 + 17 * i] for i in range(3)),
     }
     filters = {"none": None, "1%": {"group": 7}, "0.1%": {"shard": 123}}

@@ -24,6 +24,7 @@ SMALL_WORK = 50_000  # below this many postings for the query, likewise
 CACHE_LIMIT = 4096  # term weights remembered per segment (for repeated statistics)
 SEED_BLOCKS = 8  # blocks per term scored first to set the threshold
 SAFETY = 1e-9  # relative margin: bounds are summed in another order than scores
+HOPELESS = 0.3  # when candidate postings exceed this share of the chunks, score everything
 
 
 @dataclass(frozen=True)
@@ -181,12 +182,18 @@ def _pruned(target: Target, terms: Sequence[int], stats: Stats, params: BM25Para
         running += upper[t]
         if running >= theta:
             essential.append((t, i))
-    candidates = []
+    kept = []
     for t, i in essential:
         others = total - upper[t]
         keep = np.flatnonzero(bounds[t] + others >= theta)
         if len(keep):
-            candidates.append(_block_docs(segment, i, keep))
+            kept.append((i, keep))
+    if sum(len(keep) for _, keep in kept) * BLOCK > HOPELESS * segment.n:
+        # Nearly every chunk can still make the top k (all query terms are very common):
+        # scoring everything in one pass is cheaper than looking candidates up.
+        _exhaustive_into(target, terms, stats, params, best)
+        return
+    candidates = [_block_docs(segment, i, keep) for i, keep in kept]
     if candidates:
         scored(np.concatenate(candidates))
 

@@ -19,7 +19,7 @@ import numpy as np
 
 log = logging.getLogger("ragloom.store")
 
-ANN_MIN = int(os.environ.get("RAGLOOM_ANN_MIN", "100000"))  # segments this large get a graph
+ANN_MIN = int(os.environ.get("RAGLOOM_ANN_MIN", "20000"))  # segments this large get a graph
 M = 16
 EF_CONSTRUCTION = 64
 EF_SEARCH = 128
