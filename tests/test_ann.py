@@ -89,3 +89,30 @@ def test_deleted_chunks_and_filters_are_honoured(graph_index: Index) -> None:
         assert all(int(h.document_id[1:]) % 3 for h in hits)
         exact = _exact(graph_index, "query topic3 here", 10, spec)
         assert len({h.chunk_id for h in hits} & set(exact)) >= 8
+
+
+def test_repair_rebuilds_lost_graphs_and_damaged_segments(graph_index: Index) -> None:
+    folder = graph_index.store.files.folder
+    graphs = sorted(folder.glob("*.hnsw"))
+    segments = sorted(folder.glob("*.seg"))
+    assert graphs and segments
+    before = [h.chunk_id for h in graph_index.search("query topic5 here", top_k=5, mode="lexical")]
+    path = graph_index.path
+    graph_index.close()
+    graphs[0].unlink()  # a lost graph: searched exactly until rebuilt
+    segments[-1].write_bytes(b"RGLMSEG1" + b"\0" * 20)  # a damaged segment file
+    with Index(path, embedder=Clustered()) as index:
+        problems = index.check()
+        assert any("cannot load" in p for p in problems), problems
+        actions = index.repair()
+        assert any("rebuilt from its rows" in a for a in actions), actions
+        assert index.check() == []
+        after = [h.chunk_id for h in index.search("query topic5 here", top_k=5, mode="lexical")]
+        assert after == before  # the rows are the truth: nothing lexical was lost
+        waiting = index.stats()["pending"]
+        assert waiting > 0  # vectors that lived only in the damaged file are re-embedded
+        assert index.fill_pending() == waiting
+        assert index.search("query topic5 here", mode="dense")
+        index.store.maintenance.flush_rows = 900
+        index.optimize()
+        assert index.stats()["collections"]["default"]["segments"]["graphs"] >= 1

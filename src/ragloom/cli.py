@@ -490,14 +490,22 @@ def reembed(ctx: click.Context, collection: str, pending: bool) -> None:
 
 @cli.command()
 @click.option("--json", "as_json", is_flag=True, help="Print the problems as JSON.")
+@click.option(
+    "--repair",
+    is_flag=True,
+    help="First rebuild missing or damaged segment files and search graphs from the rows.",
+)
 @click.pass_context
-def check(ctx: click.Context, as_json: bool) -> None:
+def check(ctx: click.Context, as_json: bool, repair: bool) -> None:
     """Verify the index: SQLite integrity, and that documents, chunks, postings, statistics
     and vectors agree with each other. Exits 1 when anything is wrong."""
     with Index(ctx.obj["index_path"], create=False, embedder=None) as index:
+        actions = index.repair() if repair else []
         problems = index.check()
+    for action in actions if not as_json else ():
+        out.print(f"repaired: {action}", markup=False, highlight=False)
     if as_json:
-        _print_json({"ok": not problems, "problems": problems})
+        _print_json({"ok": not problems, "problems": problems, "repaired": actions})
     elif problems:
         for problem in problems:
             out.print(f"problem: {problem}", markup=False, highlight=False)

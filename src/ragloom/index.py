@@ -455,6 +455,11 @@ class Index:
         vectors agree); returns the problems found, empty when healthy."""
         return self.store.check()
 
+    def repair(self) -> list[str]:
+        """Rebuild segment files and search graphs that are missing or damaged (from the
+        rows, which are the truth); returns what was done. Run `check` afterwards."""
+        return self.store.repair()
+
     def optimize(self) -> None:
         """Flush new chunks to segment files and merge segments now (normally done in the
         background after writes)."""

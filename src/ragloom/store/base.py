@@ -191,6 +191,10 @@ class Store(ABC):
     def check(self) -> list[str]:
         """Problems found by a full consistency check (empty: healthy)."""
 
+    def repair(self) -> list[str]:
+        """Rebuild derived data that is missing or damaged; returns what was done."""
+        return []
+
     def maintain(self, wait: bool = True) -> None:  # noqa: B027 (optional hook)
         """Run pending background work (flushes, merges) now; a no-op where there is none."""
 

@@ -383,6 +383,11 @@ class SQLiteStore(Store):
 
         return check_store(self)
 
+    def repair(self) -> list[str]:
+        from ragloom.store.sqlite.repair import repair_store
+
+        return repair_store(self)
+
     def maintain(self, wait: bool = True) -> None:
         if self.maintenance is not None:
             self.maintenance.run_now()
