@@ -230,9 +230,19 @@ def retrieval_options(command: Callable[..., Any]) -> Callable[..., Any]:
             help="Default: hybrid when the collection has vectors, else lexical.",
         ),
         click.option(
-            "--fusion", type=click.Choice(["rrf", "weighted"]), default="rrf", show_default=True
+            "--fusion",
+            type=click.Choice(["rrf", "weighted"]),
+            help="Default: the collection's own (ragloom tune --apply), else weighted.",
         ),
-        click.option("--rrf-k", type=float, default=60.0, show_default=True),
+        click.option(
+            "--normalization",
+            type=click.Choice(["minmax", "zscore"]),
+            help="Score normalization of weighted fusion (default min-max).",
+        ),
+        click.option("--rrf-k", type=float, help="RRF's k (default 60)."),
+        click.option(
+            "--candidates", type=click.IntRange(min=1), help="Hits each leg fetches (default 40)."
+        ),
         click.option(
             "--weight",
             "weights",
@@ -243,9 +253,7 @@ def retrieval_options(command: Callable[..., Any]) -> Callable[..., Any]:
         click.option(
             "--min-similarity",
             type=float,
-            default=0.45,
-            show_default=True,
-            help="Drop dense-only hits below this cosine.",
+            help="Drop dense-only hits below this cosine (default 0.45).",
         ),
         click.option("--min-score", type=float, help="Drop hits whose final score is lower."),
         click.option(
@@ -294,8 +302,10 @@ def _search_kwargs(index: Index, p: dict[str, Any]) -> dict[str, Any]:
     return {
         "mode": p["mode"],
         "fusion": p["fusion"],
+        "normalization": p["normalization"],
         "rrf_k": p["rrf_k"],
-        "weights": _pairs(p["weights"], "--weight", float),
+        "candidates": p["candidates"],
+        "weights": _pairs(p["weights"], "--weight", float) or None,
         "min_dense_similarity": p["min_similarity"],
         "min_score": p["min_score"],
         "filters": _json_option(p["filter_json"], "--filter"),

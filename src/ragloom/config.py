@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Any
@@ -36,6 +37,22 @@ def _code_policy(value: Any) -> ChunkPolicy:
     return ChunkPolicy.from_dict({**DEFAULT_CODE_POLICY.to_dict(), **value})
 
 
+def _search_settings(value: Any) -> dict[str, Any]:
+    """Check a collection's default search settings (names here, values by SearchOptions)."""
+    from ragloom.retrieval.search import SEARCH_SETTINGS, SearchOptions  # (imports no config)
+
+    if not isinstance(value, Mapping):
+        raise InputError(f"search: expected a mapping, got {type(value).__name__}")
+    unknown = set(value) - set(SEARCH_SETTINGS)
+    if unknown:
+        raise InputError(
+            f"search: unknown setting(s) {', '.join(sorted(unknown))}",
+            f"a collection's search defaults may set {', '.join(SEARCH_SETTINGS)}",
+        )
+    SearchOptions(**value)  # raises InputError on a bad value
+    return {k: (dict(v) if k == "weights" else v) for k, v in value.items()}
+
+
 @dataclass(frozen=True)
 class CollectionConfig:
     """Chunking, tokenization and BM25 settings of one collection.
@@ -45,6 +62,8 @@ class CollectionConfig:
     else as prose; the language of code comes from the source's suffix.
     `title_weight` counts a document's title terms that many times in each of its chunks.
     `embedding` names the model whose vectors the collection holds (None: lexical only).
+    `search` holds the collection's own default search settings (fusion, weights, rrf_k,
+    normalization, candidates, min_dense_similarity), for example as `ragloom tune` chose them.
     """
 
     chunking: ChunkPolicy = field(default_factory=ChunkPolicy)
@@ -54,8 +73,10 @@ class CollectionConfig:
     bm25: BM25Params = field(default_factory=BM25Params)
     title_weight: int = 1
     embedding: dict[str, Any] | None = None  # provider, model, dimension of stored vectors
+    search: dict[str, Any] = field(default_factory=dict)  # default search settings (tuned)
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "search", _search_settings(self.search))
         if self.chunk_mode not in CHUNK_MODES:
             raise InputError(
                 f"unknown chunk mode {self.chunk_mode!r}", f"use one of {', '.join(CHUNK_MODES)}"
@@ -88,6 +109,7 @@ class CollectionConfig:
             "bm25": {"k1": self.bm25.k1, "b": self.bm25.b},
             "title_weight": self.title_weight,
             "embedding": self.embedding,
+            "search": dict(self.search),
         }
 
     @classmethod
@@ -100,4 +122,5 @@ class CollectionConfig:
             bm25=BM25Params(**data.get("bm25", {})),
             title_weight=int(data.get("title_weight", 1)),
             embedding=data.get("embedding"),
+            search=data.get("search") or {},
         )

@@ -115,3 +115,9 @@ class NeedsVectors(InputError):
     """A dense or diversity request on a collection that holds no vectors (a state conflict)."""
 
     code = "needs_vectors"
+
+
+class MissingExtra(RagloomError):
+    """An optional feature's package is not installed (`pip install 'ragloom[EXTRA]'`)."""
+
+    code = "missing_extra"

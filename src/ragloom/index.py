@@ -26,7 +26,7 @@ from ragloom.errors import InputError, NotFound
 from ragloom.lexical import BM25Params
 from ragloom.loading import JsonlFields, discover_files, load_file
 from ragloom.models import Document, Hit, MultiSearchResult, SearchResult
-from ragloom.retrieval.search import Ranking, SearchOptions
+from ragloom.retrieval.search import SEARCH_SETTINGS, Ranking, SearchOptions
 from ragloom.store import StoredDocument
 from ragloom.store.open import open_store
 
@@ -34,12 +34,15 @@ __all__ = ["DEFAULT_COLLECTION", "Index", "IndexReport", "embedding_text"]
 
 
 def _options(top_k: int = 5, **kwargs: Any) -> SearchOptions:
-    """SearchOptions from `search`'s keywords (sequences made tuples, None weights empty)."""
-    weights = kwargs.pop("weights", None) or {}
+    """SearchOptions from `search`'s keywords (sequences made tuples). Fusion settings left
+    out or None are marked unset: the collection's own defaults fill them in (`ragloom
+    tune --apply`), else the global ones (`ragloom.retrieval.fusion.DEFAULT_FUSION`)."""
+    unset = frozenset(k for k in SEARCH_SETTINGS if not kwargs.get(k) and kwargs.get(k) != 0)
+    kwargs = {k: v for k, v in kwargs.items() if k not in unset}
     for name in ("boosts", "prefer"):
         if name in kwargs:
             kwargs[name] = tuple(kwargs[name] or ())
-    return SearchOptions(top_k=top_k, weights=weights, **kwargs)
+    return SearchOptions(top_k=top_k, unset=unset, **kwargs)
 
 
 class IndexReading:
@@ -296,7 +299,10 @@ class Index:
         `min_dense_similarity` for dense-only hits, `min_score`, `bm25`, `strict` (raise
         instead of answering from BM25 when the query cannot be embedded), `filters` (applied
         inside both legs), `boosts`, `diversity` (`{"max_per": {...}}`, `{"mmr": {...}}`),
-        `prefer`, `explain`, `with_tokens`. An empty or punctuation-only query gives no hits.
+        `prefer`, `explain`, `with_tokens`. Fusion settings left out take the collection's own
+        defaults (`configure(search=...)`, as `ragloom tune --apply` writes them), then the
+        global ones. The result's `timings` hold each stage's milliseconds. An empty or
+        punctuation-only query gives no hits.
         """
         return self.search_with(query, _options(top_k, **options), collection)
 

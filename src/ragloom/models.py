@@ -95,7 +95,8 @@ class SearchResult(list):  # list[Hit]
     """The hits of a search (a plain list of Hit) plus how the search went.
 
     `degraded` is True when a leg could not run (for example the embedding service was down)
-    and the hits come from the remaining leg; `reason` says why.
+    and the hits come from the remaining leg; `reason` says why. `timings` holds the
+    milliseconds each stage took (`ragloom.timing`), set by `Index.search`.
     """
 
     def __init__(
@@ -105,13 +106,16 @@ class SearchResult(list):  # list[Hit]
         self.mode = mode
         self.degraded = degraded
         self.reason = reason
+        self.timings: dict[str, float] | None = None  # ms per stage (ragloom.timing.STAGES)
 
     def to_dict(self) -> dict[str, Any]:
+        extra = {"timings": self.timings} if self.timings is not None else {}
         return {
             "mode": self.mode,
             "degraded": self.degraded,
             "reason": self.reason,
             "results": [h.to_dict() for h in self],
+            **extra,
         }
 
 

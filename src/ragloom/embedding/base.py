@@ -8,6 +8,9 @@ from typing import Any
 
 import numpy as np
 
+from ragloom.errors import EmbeddingError
+from ragloom.observe import embedding_failed
+
 
 def normalize_rows(matrix: np.ndarray) -> np.ndarray:
     """Scale each row to unit length (zero rows stay zero) so dot product = cosine."""
@@ -31,10 +34,14 @@ class Embedder(ABC):
         """Unit vectors for `texts`, shape (len(texts), dimension), in `batch_size` batches."""
         if not texts:
             return np.zeros((0, self.dimension), np.float32)
-        parts = [
-            self._embed_batch(texts[i : i + self.batch_size])
-            for i in range(0, len(texts), self.batch_size)
-        ]
+        try:
+            parts = [
+                self._embed_batch(texts[i : i + self.batch_size])
+                for i in range(0, len(texts), self.batch_size)
+            ]
+        except EmbeddingError as exc:
+            embedding_failed(exc)  # monitoring (ragloom.observe): /metrics counts these
+            raise
         return normalize_rows(np.vstack(parts))
 
     def embed_query(self, text: str) -> np.ndarray:

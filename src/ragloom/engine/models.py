@@ -15,6 +15,7 @@ import numpy as np
 
 from ragloom.embedding import Embedder, embedder_from_config, resolve_embedder
 from ragloom.errors import EmbeddingError, EmbeddingMismatch, InputError
+from ragloom.timing import timed
 
 REEMBED_HINT = "run `ragloom reembed --collection {name} --embedder SPEC` to replace its vectors"
 QUERY_CACHE = 1024
@@ -103,7 +104,8 @@ class Models:
         key = (embedder.name, text)
         vector = self._queries.get(key)
         if vector is None:
-            vector = embedder.embed_query(text)
+            with timed("embed"):  # a search's query-embedding stage (ragloom.timing)
+                vector = embedder.embed_query(text)
             with self._lock:
                 if len(self._queries) >= QUERY_CACHE:
                     self._queries.pop(next(iter(self._queries)))

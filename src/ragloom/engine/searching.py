@@ -23,6 +23,7 @@ from ragloom.retrieval import pipeline
 from ragloom.retrieval.search import Ranking, SearchOptions, rank
 from ragloom.store.base import Snapshot, Store
 from ragloom.text import Tokenizer
+from ragloom.timing import StageTimer, timed
 
 DEFAULT_COLLECTION = "default"
 
@@ -61,18 +62,28 @@ class Searcher:
         collection: str,
         vectors: QueryVectors,
     ) -> SearchResult:
-        """Search one collection inside an open snapshot."""
-        ranking = self.rank_in(snap, query, options, collection, vectors)
-        rows = [c.row_id for c in ranking.candidates]
-        chunks = snap.chunks(rows)
-        missing = [r for r in rows if r not in chunks]
-        if missing:  # cannot happen within one snapshot; fail loudly rather than drop hits
-            raise RuntimeError(f"snapshot inconsistency: rows {missing[:5]} vanished")
-        hits = pipeline.hydrate(ranking.candidates, chunks, options if options.explain else None)
-        if options.with_tokens:
-            for hit in hits:
-                hit.tokens = count_tokens(hit.text)
-        return SearchResult(hits, ranking.mode, ranking.degraded, ranking.reason)
+        """Search one collection inside an open snapshot (timed stage by stage)."""
+        timer = StageTimer()  # per-stage timings (ragloom.timing): the stages mark themselves
+        with timer.running():
+            ranking = self.rank_in(snap, query, options, collection, vectors)
+            options = ranking.options or options
+            with timed("hydrate"):
+                rows = [c.row_id for c in ranking.candidates]
+                chunks = snap.chunks(rows)
+                missing = [r for r in rows if r not in chunks]
+                if missing:  # cannot happen within one snapshot; fail loudly, never drop hits
+                    raise RuntimeError(f"snapshot inconsistency: rows {missing[:5]} vanished")
+                explain = options if options.explain else None
+                hits = pipeline.hydrate(ranking.candidates, chunks, explain)
+                if options.with_tokens:
+                    for hit in hits:
+                        hit.tokens = count_tokens(hit.text)
+                if options.explain and hits:
+                    config = snap.collection(collection).config
+                    pipeline.explain_matches(hits, self.tokenizer(config), query)
+        result = SearchResult(hits, ranking.mode, ranking.degraded, ranking.reason)
+        result.timings = timer.to_dict()
+        return result
 
     def rank(self, query: str, options: SearchOptions, collection: str) -> Ranking:
         _check_query(query)
@@ -98,6 +109,7 @@ class Searcher:
             )
         reader = snap.collection(collection)
         config = reader.config
+        options = options.with_defaults(config.search)  # the collection's own (tuned) defaults
         stored_model = config.embedding
         embedder = self.models.for_collection(collection, stored_model, reader.size() > 0)
         terms = self.tokenizer(config).terms(query)
@@ -105,11 +117,13 @@ class Searcher:
         node, key = options.filter_node, options.filter_key
 
         def lexical(_: str, depth: int) -> tuple[np.ndarray, np.ndarray]:
-            return reader.lexical(terms, depth, bm25, node, key)
+            with timed("lexical"):
+                return reader.lexical(terms, depth, bm25, node, key)
 
         def dense(text: str, depth: int) -> tuple[np.ndarray, np.ndarray]:
-            vector = vectors.get(embedder, text)  # type: ignore[arg-type]
-            return reader.dense(vector, depth, node, key)
+            with timed("dense"):
+                vector = vectors.get(embedder, text)  # type: ignore[arg-type]
+                return reader.dense(vector, depth, node, key)
 
         cache: dict[int, dict[str, Any]] = {}
 
@@ -137,6 +151,7 @@ class Searcher:
                 )
                 ranking.degraded = True
                 ranking.reason = f"{ranking.reason}; {note}" if ranking.reason else note
+        ranking.options = options
         return ranking
 
     def lexical_rows(

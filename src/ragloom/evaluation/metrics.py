@@ -16,7 +16,7 @@ import numpy as np
 
 from ..errors import InputError
 
-__all__ = ["evaluate_run", "mrr_at_k", "ndcg_at_k", "recall_at_k"]
+__all__ = ["evaluate_run", "judged_queries", "mrr_at_k", "ndcg_at_k", "per_query", "recall_at_k"]
 
 
 def _top(ranked: Sequence[str], k: int) -> Sequence[str]:
@@ -79,22 +79,43 @@ def evaluate_run(
     ``qrels`` are ignored. Returns keys ``ndcg@{k_ndcg}``, ``recall@{k_recall}``,
     ``mrr@{k_mrr}`` and ``queries`` (the number of queries averaged over).
     """
+    scores = per_query(run, qrels, k_ndcg, k_recall, k_mrr)
+    means = {
+        name: float(np.mean([q[name] for q in scores.values()]))
+        for name in _names(k_ndcg, k_recall, k_mrr)
+    }
+    return {**means, "queries": len(scores)}
+
+
+def _names(k_ndcg: int, k_recall: int, k_mrr: int) -> tuple[str, str, str]:
+    return f"ndcg@{k_ndcg}", f"recall@{k_recall}", f"mrr@{k_mrr}"
+
+
+def judged_queries(qrels: Mapping[str, Mapping[str, int]]) -> list[str]:
+    """The query ids with at least one relevant document (the ones metrics average over)."""
     judged = [qid for qid, judgments in qrels.items() if any(g > 0 for g in judgments.values())]
     if not judged:
         raise InputError("no query in the qrels has a relevant document (grade > 0)")
-    scores = np.zeros((len(judged), 3), dtype=np.float64)
-    for row, qid in enumerate(judged):
+    return judged
+
+
+def per_query(
+    run: Mapping[str, Sequence[str]],
+    qrels: Mapping[str, Mapping[str, int]],
+    k_ndcg: int = 10,
+    k_recall: int = 100,
+    k_mrr: int = 10,
+) -> dict[str, dict[str, float]]:
+    """Each judged query's nDCG, Recall and MRR (as `evaluate_run` averages them)."""
+    names = _names(k_ndcg, k_recall, k_mrr)
+    out = {}
+    for qid in judged_queries(qrels):
         ranked = run.get(qid, [])
         judgments = qrels[qid]
-        scores[row] = (
+        values = (
             ndcg_at_k(ranked, judgments, k_ndcg),
             recall_at_k(ranked, judgments, k_recall),
             mrr_at_k(ranked, judgments, k_mrr),
         )
-    ndcg, recall, mrr = scores.mean(axis=0)
-    return {
-        f"ndcg@{k_ndcg}": float(ndcg),
-        f"recall@{k_recall}": float(recall),
-        f"mrr@{k_mrr}": float(mrr),
-        "queries": len(judged),
-    }
+        out[qid] = dict(zip(names, values))
+    return out

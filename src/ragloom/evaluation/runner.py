@@ -67,20 +67,33 @@ class EvalResult:
         }
 
 
+RowRanker = Callable[[str, SearchOptions], list[int]]
+
+
+def index_ranker(index: Index, collection: str = EVAL_COLLECTION) -> RowRanker:
+    """Rank chunk rows by searching the index (`Index.rank`)."""
+    return lambda query, opts: [c.row_id for c in index.rank(query, opts, collection).candidates]
+
+
 def rank_documents(
-    index: Index,
+    index: Index | RowRanker,
     query: str,
     depth: int,
     doc_of_row: dict[int, str],
     exclude_id: str | None = None,
     options: SearchOptions | None = None,
 ) -> list[str]:
-    """Top `depth` document ids for a query: chunk hits folded to their best-scoring document."""
+    """Top `depth` document ids for a query: chunk hits folded to their best-scoring document.
+
+    `index` is the index to search, or any function ranking chunk rows for (query, options)
+    (the cached legs of `ragloom.evaluation.legs`).
+    """
+    rank_rows = index_ranker(index) if isinstance(index, Index) else index
     fetch = depth + 1
     base = options or SearchOptions(mode="lexical")
     while True:
         wanted = replace(base, top_k=fetch, candidates=max(base.candidates, fetch))
-        rows = [c.row_id for c in index.rank(query, wanted, EVAL_COLLECTION).candidates]
+        rows = rank_rows(query, wanted)
         ranked: list[str] = []
         seen: set[str] = set()
         for row in rows:

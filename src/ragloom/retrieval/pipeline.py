@@ -10,6 +10,8 @@ import numpy as np
 
 from ragloom.models import Hit
 from ragloom.store.records import StoredChunk
+from ragloom.text import Tokenizer
+from ragloom.text.highlight import match_spans, matched_terms
 
 LEXICAL, DENSE = "lexical", "dense"
 
@@ -86,7 +88,10 @@ def explanation(cand: Candidate, options: Any) -> dict[str, Any]:
     elif cand.fused_by == "weighted":
         fusion["normalization"] = options.normalization
     if cand.fused_by:
-        fusion["weights"] = dict(options.weights) or "default"
+        from ragloom.retrieval.fusion import effective_weights  # (fusion imports this module)
+
+        weights = effective_weights(cand.fused_by, options.weights)
+        fusion["weights"] = {leg: w for leg, w in weights.items() if leg != "metadata" or w}
     if cand.metadata_score is not None:
         fusion["metadata_score"] = cand.metadata_score
     fusion["score"] = cand.fused_score
@@ -139,3 +144,12 @@ def hydrate(
             )
         )
     return hits
+
+
+def explain_matches(hits: Sequence[Hit], tokenizer: Tokenizer, query: str) -> None:
+    """Add to each explained hit the query terms its text holds and where (`highlights`:
+    [start, end] offsets into the hit's text of the words that matched)."""
+    for hit in hits:
+        if hit.explain is not None:
+            hit.explain["matched_terms"] = matched_terms(tokenizer, query, hit.text)
+            hit.explain["highlights"] = [list(s) for s in match_spans(tokenizer, query, hit.text)]

@@ -7,7 +7,7 @@ storage and models: legs -> fuse -> thresholds -> top-k, and reports degradation
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -24,9 +24,22 @@ from ragloom.retrieval.filters import (
     parse_filter,
     predicate_of,
 )
+from ragloom.retrieval.fusion import DEFAULT_FUSION
 from ragloom.retrieval.pipeline import DENSE, LEXICAL, Candidate
+from ragloom.timing import timed
 
 MODES = ("lexical", "dense", "hybrid")
+# Settings a collection may give defaults for (`CollectionConfig.search`), and those of them
+# that belong to one fusion method (a search naming another method does not take them).
+SEARCH_SETTINGS = (
+    "fusion",
+    "rrf_k",
+    "weights",
+    "normalization",
+    "candidates",
+    "min_dense_similarity",
+)
+FUSION_SETTINGS = ("rrf_k", "weights", "normalization")
 MAX_TOP_K = 10_000
 
 Leg = Callable[[str, int], tuple[np.ndarray, np.ndarray]]
@@ -49,7 +62,7 @@ class SearchOptions:
 
     top_k: int = 5
     mode: str | None = None
-    fusion: str = "rrf"
+    fusion: str = DEFAULT_FUSION
     rrf_k: float = 60.0
     weights: Mapping[str, float] = field(default_factory=dict)
     normalization: str = "minmax"
@@ -64,6 +77,9 @@ class SearchOptions:
     prefer: Sequence[Mapping[str, Any]] = ()
     explain: bool = False
     with_tokens: bool = False
+    # Settings the caller left unset, which a collection's own defaults may fill in
+    # (`with_defaults`); `Index.search` fills this in, options built directly leave it empty.
+    unset: frozenset[str] = field(default=frozenset(), repr=False, compare=False)
     predicate: Predicate | None = field(default=None, init=False, repr=False, compare=False)
     filter_node: FilterNode | None = field(default=None, init=False, repr=False, compare=False)
     filter_key: str | None = field(default=None, init=False, repr=False, compare=False)
@@ -100,6 +116,20 @@ class SearchOptions:
         caps, mmr = parse_diversity(self.diversity)
         object.__setattr__(self, "caps", caps)
         object.__setattr__(self, "mmr_lambda", mmr)
+
+    def with_defaults(self, stored: Mapping[str, Any]) -> SearchOptions:
+        """These options with the unset settings taken from a collection's `stored` defaults
+        (its weights, normalization and k only when it uses the same fusion method)."""
+        if not self.unset or not stored:
+            return self
+        method = stored.get("fusion", self.fusion) if "fusion" in self.unset else self.fusion
+        changes = {
+            key: value
+            for key, value in stored.items()
+            if key in self.unset
+            and not (key in FUSION_SETTINGS and stored.get("fusion", method) != method)
+        }
+        return replace(self, **changes, unset=frozenset())
 
     @property
     def reorders(self) -> bool:
@@ -141,6 +171,7 @@ class Ranking:
     mode: str
     degraded: bool = False
     reason: str | None = None
+    options: SearchOptions | None = None  # as applied (with the collection's defaults)
 
 
 def rank(
@@ -179,20 +210,23 @@ def rank(
                 raise
             degraded, reason = True, f"{exc.code}: {exc.message}"
         else:
-            legs = {
-                LEXICAL: pipeline.leg_candidates(LEXICAL, lexical_rows, lexical_scores),
-                DENSE: pipeline.leg_candidates(DENSE, dense_rows, dense_scores),
-            }
-            ranked = fusion.fuse(
-                legs,
-                options.fusion,
-                options.rrf_k,
-                options.weights,
-                options.normalization,
-                _preference_scorer(options, metadata_of),
-            )
-            ranked = pipeline.drop_weak_dense_only(ranked, options.min_dense_similarity)
-    return Ranking(_refine(ranked, options, metadata_of, vectors_of), mode, degraded, reason)
+            with timed("fusion"):
+                legs = {
+                    LEXICAL: pipeline.leg_candidates(LEXICAL, lexical_rows, lexical_scores),
+                    DENSE: pipeline.leg_candidates(DENSE, dense_rows, dense_scores),
+                }
+                ranked = fusion.fuse(
+                    legs,
+                    options.fusion,
+                    options.rrf_k,
+                    options.weights,
+                    options.normalization,
+                    _preference_scorer(options, metadata_of),
+                )
+                ranked = pipeline.drop_weak_dense_only(ranked, options.min_dense_similarity)
+    with timed("fusion"):
+        refined = _refine(ranked, options, metadata_of, vectors_of)
+    return Ranking(refined, mode, degraded, reason)
 
 
 def _preference_scorer(

@@ -8,13 +8,16 @@ from typing import Any
 
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
+from starlette.responses import Response
 
 from ragloom import __version__
 from ragloom.errors import StoreError
 from ragloom.server import handlers
 from ragloom.server.auth import OPEN_PATHS, BearerAuth
 from ragloom.server.holder import IndexHolder
+from ragloom.server.inspector import build_inspector
 from ragloom.server.limits import BodyLimit
+from ragloom.server.metrics import CONTENT_TYPE, RequestMetrics, ServerMetrics
 from ragloom.server.pending import PendingFiller
 from ragloom.server.routes import build_router
 from ragloom.server.settings import ServerSettings
@@ -27,6 +30,7 @@ def create_app(settings: ServerSettings) -> FastAPI:
     """Build the sidecar app for one configuration (the index opens at startup)."""
     holder = IndexHolder(settings.index_path, settings.embedder)
     worker = BatchWorker(threads=QUERY_THREADS)
+    metrics = ServerMetrics(holder)
 
     filler = PendingFiller(
         lambda limit: holder.get().fill_pending(limit=limit),
@@ -41,6 +45,7 @@ def create_app(settings: ServerSettings) -> FastAPI:
         yield
         filler.stop()
         worker.close()
+        metrics.close()
         holder.close()
 
     app = FastAPI(
@@ -53,12 +58,21 @@ def create_app(settings: ServerSettings) -> FastAPI:
     )
     app.state.holder = holder
     app.state.settings = settings
-    app.include_router(build_router(holder, settings, worker))
+    app.state.metrics = metrics
+    app.include_router(build_router(holder, settings, worker, metrics))
+    app.include_router(build_inspector())
+
+    @app.get("/metrics", include_in_schema=False)
+    def prometheus_metrics() -> Response:
+        """Prometheus metrics (text format); behind the token like every other endpoint."""
+        return Response(metrics.render(), media_type=CONTENT_TYPE)
+
     handlers.install(app)
     app.add_middleware(handlers.CatchAll)
     app.add_middleware(BodyLimit, max_body=settings.max_body)
     if settings.token:
         app.add_middleware(BearerAuth, token=settings.token)
+    app.add_middleware(RequestMetrics, metrics=metrics)  # outermost: counts 401s and 413s too
     app.openapi = lambda: _openapi(app, bool(settings.token))  # type: ignore[method-assign]
     return app
 

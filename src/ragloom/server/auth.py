@@ -9,6 +9,13 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from ragloom.server.responses import error_response
 
 OPEN_PATHS = frozenset({"/health"})
+# The inspector's page and assets hold no data (the page sends the token with its API calls).
+OPEN_PREFIXES = ("/ui",)
+
+
+def _inspector_asset(path: str) -> bool:
+    """True for `/ui` and the files under `/ui/`."""
+    return any(path == p or path.startswith(p + "/") for p in OPEN_PREFIXES)
 
 
 class BearerAuth:
@@ -30,7 +37,13 @@ class BearerAuth:
         return hmac.compare_digest(credentials.strip(), self.token) and ok_scheme
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["path"] in self.open_paths or self.authorized(scope):
+        path = scope["path"]
+        if (
+            scope["type"] != "http"
+            or path in self.open_paths
+            or _inspector_asset(path)
+            or self.authorized(scope)
+        ):
             await self.app(scope, receive, send)
             return
         response = error_response(

@@ -20,6 +20,7 @@ from ragloom.index import DEFAULT_COLLECTION, Index
 from ragloom.models import Document, SearchResult
 from ragloom.server import schemas
 from ragloom.server.holder import IndexHolder
+from ragloom.server.metrics import ServerMetrics
 from ragloom.server.paths import confine
 from ragloom.server.responses import JSONResponse
 from ragloom.server.settings import ServerSettings
@@ -98,13 +99,19 @@ def _run_index(holder: IndexHolder, settings: ServerSettings, body: schemas.Inde
     }
 
 
-def _search(holder: IndexHolder, body: schemas.QueryRequest) -> dict[str, Any]:
+def _search(
+    holder: IndexHolder, body: schemas.QueryRequest, metrics: ServerMetrics | None = None
+) -> dict[str, Any]:
     """Run a /query: one collection or several, optionally packed into a cited context."""
     index = holder.get()
     shared = {"explain": body.explain, "with_tokens": body.tokens}
     with index.reading() as reader:  # hits and their packed context: one version
         if body.collections:
-            return _search_many(reader, body, shared)
+            answer = _search_many(reader, body, shared)
+            if metrics is not None:
+                for group in answer["groups"]:
+                    metrics.observe_search(group.get("timings"), group["degraded"])
+            return answer
         collection = body.collection or DEFAULT_COLLECTION
         try:
             hits = reader.search(
@@ -125,6 +132,9 @@ def _search(holder: IndexHolder, body: schemas.QueryRequest) -> dict[str, Any]:
     else:
         answer["context"] = CONTEXT_SEPARATOR.join(h.text for h in hits)
     answer.update(mode=hits.mode, degraded=hits.degraded, reason=hits.reason)
+    answer["timings"] = hits.timings
+    if metrics is not None:
+        metrics.observe_search(hits.timings, hits.degraded)
     return answer
 
 
@@ -152,6 +162,7 @@ def _search_many(reader: Any, body: schemas.QueryRequest, shared: dict[str, Any]
                 "degraded": g.hits.degraded,
                 "reason": g.hits.reason,
                 "results": [hit.to_dict() for hit in g.hits],
+                "timings": g.hits.timings,
             }
             for g in result.groups
         ],
@@ -165,8 +176,13 @@ def _packed(packed: PackedContext) -> dict[str, Any]:
     return {"context": data["text"], "context_tokens": data["tokens"], "passages": data["passages"]}
 
 
-def build_router(holder: IndexHolder, settings: ServerSettings, worker: BatchWorker) -> APIRouter:
-    """All endpoints, bound to one IndexHolder, configuration and query worker."""
+def build_router(
+    holder: IndexHolder,
+    settings: ServerSettings,
+    worker: BatchWorker,
+    metrics: ServerMetrics | None = None,
+) -> APIRouter:
+    """All endpoints, bound to one IndexHolder, configuration, query worker and metrics."""
     router = APIRouter()
     limiter: list[anyio.CapacityLimiter] = []
 
@@ -188,7 +204,7 @@ def build_router(holder: IndexHolder, settings: ServerSettings, worker: BatchWor
         "default" collection before anything went into it; once any collection exists, naming
         another one that does not is 404.
         """
-        return JSONResponse(await worker.run(partial(_search, holder, body)))
+        return JSONResponse(await worker.run(partial(_search, holder, body, metrics)))
 
     @router.delete(
         "/documents/{doc_id:path}", response_model=schemas.DeleteResponse, responses=_errors(404)
@@ -197,6 +213,14 @@ def build_router(holder: IndexHolder, settings: ServerSettings, worker: BatchWor
         """Delete a document and every chunk of it."""
         removed = holder.get().delete(doc_id, collection=collection)
         return JSONResponse({"ok": True, "id": doc_id, "collection": collection, "chunks": removed})
+
+    @router.get(
+        "/documents/{doc_id:path}", response_model=schemas.DocumentResponse, responses=_errors(404)
+    )
+    def get_document(doc_id: str, collection: str = DEFAULT_COLLECTION) -> JSONResponse:
+        """A stored document's full text (hits' `start`/`end` offsets index into it)."""
+        text = holder.get().document_text(doc_id, collection)
+        return JSONResponse({"ok": True, "id": doc_id, "collection": collection, "text": text})
 
     @router.get("/documents", response_model=schemas.DocumentsResponse, responses=_errors(404))
     def list_documents(

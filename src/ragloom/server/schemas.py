@@ -186,14 +186,20 @@ class SearchControls(_Strict):
     mode: Literal["lexical", "dense", "hybrid"] | None = Field(
         None, description="Default: hybrid when the collection has vectors, else lexical."
     )
-    fusion: Literal["rrf", "weighted"] = "rrf"
-    rrf_k: float = Field(60.0, ge=0, le=10_000, allow_inf_nan=False)
-    weights: dict[Literal["lexical", "dense", "metadata"], Annotated[float, Field(ge=0)]] = Field(
-        default_factory=dict
+    fusion: Literal["rrf", "weighted"] | None = Field(
+        None, description="Default: the collection's own (ragloom tune --apply), else weighted."
     )
-    normalization: Literal["minmax", "zscore"] = "minmax"
-    candidates: Annotated[int, BeforeValidator(_integral)] = Field(40, ge=1, le=1000)
-    min_dense_similarity: float = Field(0.45, ge=-1, le=1)
+    rrf_k: float | None = Field(None, ge=0, le=10_000, allow_inf_nan=False, description="60")
+    weights: dict[Literal["lexical", "dense", "metadata"], Annotated[float, Field(ge=0)]] | None = (
+        Field(None, description="Per-leg weights; default: the fusion method's own.")
+    )
+    normalization: Literal["minmax", "zscore"] | None = Field(None, description="minmax")
+    candidates: Annotated[int, BeforeValidator(_integral)] | None = Field(
+        None, ge=1, le=1000, description="Hits each leg fetches (default 40)."
+    )
+    min_dense_similarity: float | None = Field(
+        None, ge=-1, le=1, description="Drop dense-only hits below this cosine (default 0.45)."
+    )
     min_score: float | None = Field(None, allow_inf_nan=False)
     filters: Filter | None = None
     boosts: list[BoostIn] = Field(default_factory=list, max_length=50)
@@ -212,7 +218,7 @@ class SearchControls(_Strict):
             "mode": self.mode,
             "fusion": self.fusion,
             "rrf_k": self.rrf_k,
-            "weights": dict(self.weights),
+            "weights": dict(self.weights) if self.weights is not None else None,
             "normalization": self.normalization,
             "candidates": self.candidates,
             "min_dense_similarity": self.min_dense_similarity,
@@ -325,6 +331,7 @@ class QueryGroup(BaseModel):
     degraded: bool
     reason: str | None
     results: list[QueryHit]
+    timings: dict[str, float] | None = None
 
 
 class Passage(BaseModel):
@@ -354,6 +361,11 @@ class QueryResponse(BaseModel):
     mode: str | None = Field(None, description="lexical, dense or hybrid")
     degraded: bool | None = Field(None, description="True when a leg failed (e.g. embedding)")
     reason: str | None = None
+    timings: dict[str, float] | None = Field(
+        None,
+        description="Milliseconds per search stage (embed, lexical, dense, fusion, rerank,"
+        " hydrate, other) and total; per group for multi-collection queries.",
+    )
 
 
 class DeleteResponse(BaseModel):
@@ -361,6 +373,13 @@ class DeleteResponse(BaseModel):
     id: str
     collection: str
     chunks: int = Field(description="Chunks removed.")
+
+
+class DocumentResponse(BaseModel):
+    ok: Literal[True] = True
+    id: str
+    collection: str
+    text: str = Field(description="The document's full text; hits' start/end index into it.")
 
 
 class DocumentOut(BaseModel):

@@ -1,0 +1,98 @@
+"""Each judged query's lexical and dense candidates fetched once, so that every mode, fusion
+method and setting is scored from them without searching or embedding again.
+
+Scoring runs the real pipeline (`ragloom.retrieval.search.rank`: fusion, dense-only floor,
+top k) over legs that answer from these lists, so a setting scores exactly what a search
+with it would return (an unfiltered, unboosted search; tied scores at a list's end aside).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ragloom.index import Index
+from ragloom.retrieval.pipeline import DENSE, LEXICAL
+from ragloom.retrieval.search import Leg, SearchOptions, rank
+
+DEPTH = 200  # rows fetched per leg and query: covers candidates up to 200 and recall@100
+
+
+@dataclass
+class _List:
+    rows: np.ndarray
+    scores: np.ndarray
+    complete: bool  # the leg had no more rows than these
+
+
+@dataclass
+class LegCache:
+    """Lexical and dense top-`depth` lists per query text, fetched from `index` on first use.
+
+    `seconds` sums the time spent fetching each leg (the dense leg's includes embedding the
+    query): what each leg costs a search, without fusion or hydration.
+    """
+
+    index: Index
+    collection: str
+    dense: bool  # whether the collection has vectors to search
+    depth: int = DEPTH
+    seconds: dict[str, float] = field(default_factory=lambda: {LEXICAL: 0.0, DENSE: 0.0})
+    fetched: dict[str, int] = field(default_factory=lambda: {LEXICAL: 0, DENSE: 0})
+    _lists: dict[str, dict[str, _List]] = field(default_factory=lambda: {LEXICAL: {}, DENSE: {}})
+
+    def warm(self, queries: Iterable[str], on_query: Callable[[], None] | None = None) -> None:
+        """Fetch every leg of every query now (so later scoring does no search at all)."""
+        legs = (LEXICAL, DENSE) if self.dense else (LEXICAL,)
+        queries = list(queries)
+        for kind in legs if queries else ():  # load postings, vectors and the model first,
+            self._fetch(kind, queries[0], 1)  # so that no query's cost includes them
+        self.seconds = dict.fromkeys(self.seconds, 0.0)
+        self.fetched = dict.fromkeys(self.fetched, 0)
+        for query in queries:
+            for kind in legs:
+                self._get(kind, query, self.depth)
+            if on_query is not None:
+                on_query()
+
+    def _fetch(self, kind: str, query: str, depth: int) -> _List:
+        started = time.perf_counter()
+        options = SearchOptions(mode=kind, top_k=depth, candidates=depth)
+        found = self.index.rank(query, options, self.collection).candidates
+        self.seconds[kind] += time.perf_counter() - started
+        self.fetched[kind] += 1
+        rows = np.array([c.row_id for c in found], np.int64)
+        if kind == LEXICAL:
+            scores = np.array([c.lexical_score for c in found], np.float64)
+        else:
+            scores = np.array([c.dense_score for c in found], np.float64)
+        return _List(rows, scores, complete=len(rows) < depth)
+
+    def _get(self, kind: str, query: str, depth: int) -> _List:
+        cached = self._lists[kind].get(query)
+        if cached is None or (len(cached.rows) < depth and not cached.complete):
+            cached = self._fetch(kind, query, max(depth, self.depth))
+            self._lists[kind][query] = cached
+        return cached
+
+    def leg(self, kind: str) -> Leg:
+        """A leg function for `rank`, answering from the cached list (deeper asks fetch)."""
+
+        def answer(query: str, depth: int) -> tuple[np.ndarray, np.ndarray]:
+            found = self._get(kind, query, depth)
+            return found.rows[:depth], found.scores[:depth]
+
+        return answer
+
+    def rank_rows(self, query: str, options: SearchOptions) -> list[int]:
+        """Chunk rows of a search with `options`, ranked by the real pipeline on cached legs."""
+        dense = self.leg(DENSE) if self.dense else None
+        return [c.row_id for c in rank(query, options, self.leg(LEXICAL), dense).candidates]
+
+    def leg_ms_per_query(self, kind: str) -> float | None:
+        """Mean milliseconds one fetch of a leg took (None before any)."""
+        count = self.fetched[kind]
+        return 1000.0 * self.seconds[kind] / count if count else None

@@ -1,0 +1,84 @@
+"""Where a search's time goes: wall-clock milliseconds per stage, collected without plumbing.
+
+A search opens a `StageTimer` (`with timer.running():`); code anywhere below it marks its
+stage with `with timed("lexical"):`, a no-op when no timer runs (library calls that did not
+ask, bulk ingest). Stages nest and are exclusive: the time of a stage inside another (the
+query embedding inside the dense leg) is counted once, in the inner stage, so the stages
+add up to the total. The active timer lives in a context variable, so threads and tasks
+that run searches in parallel each fill their own.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+
+# The stages a search reports, in pipeline order (a stage that did not run is left out):
+# query embedding, each leg, fusion and the controls after it (boosts, thresholds,
+# diversity), reranking, fetching the hits' chunk text and metadata, and `other`: what lies
+# outside them (query analysis, metadata filter evaluation, loading a collection on first use).
+STAGES = ("embed", "lexical", "dense", "fusion", "rerank", "hydrate", "other")
+
+_active: ContextVar[StageTimer | None] = ContextVar("ragloom_stage_timer", default=None)
+
+
+class StageTimer:
+    """Exclusive milliseconds per stage of one search, plus the total it ran for."""
+
+    def __init__(self) -> None:
+        self.ms: dict[str, float] = {}
+        self.total_ms: float | None = None
+        self._stack: list[list[float]] = []  # per open stage: [start, time of inner stages]
+
+    @contextmanager
+    def running(self, rest: str | None = "other") -> Iterator[StageTimer]:
+        """Make this the active timer for the block; time outside any stage goes to `rest`."""
+        token = _active.set(self)
+        started = time.perf_counter()
+        try:
+            if rest is None:
+                yield self
+            else:
+                with self.stage(rest):
+                    yield self
+        finally:
+            _active.reset(token)
+            self.total_ms = (time.perf_counter() - started) * 1000.0
+
+    @contextmanager
+    def stage(self, name: str) -> Iterator[None]:
+        """Count the block's time (less its inner stages') to `name`; repeats add up."""
+        frame = [time.perf_counter(), 0.0]
+        self._stack.append(frame)
+        try:
+            yield
+        finally:
+            self._stack.pop()
+            elapsed = time.perf_counter() - frame[0]
+            if self._stack:
+                self._stack[-1][1] += elapsed
+            self.ms[name] = self.ms.get(name, 0.0) + (elapsed - frame[1]) * 1000.0
+
+    def to_dict(self) -> dict[str, float]:
+        """Milliseconds per stage that ran, in pipeline order, then `total`."""
+        order = {name: i for i, name in enumerate(STAGES)}
+        out = {
+            name: round(ms, 3)
+            for name, ms in sorted(self.ms.items(), key=lambda kv: order.get(kv[0], len(order)))
+        }
+        if self.total_ms is not None:
+            out["total"] = round(self.total_ms, 3)
+        return out
+
+
+@contextmanager
+def timed(stage: str) -> Iterator[None]:
+    """Count the block to `stage` of the active search's timer (nothing when none runs)."""
+    timer = _active.get()
+    if timer is None:
+        yield
+        return
+    with timer.stage(stage):
+        yield
