@@ -160,6 +160,9 @@ def test_eval_on_a_small_beir_folder(tmp_path: Path):
     proc = ragloom("eval", str(folder), "--json")
     assert proc.returncode == 0, proc.stderr
     result = json.loads(proc.stdout)
-    assert result["ndcg@10"] == 1.0 and result["mrr@10"] == 1.0 and result["queries"] == 2
+    assert result["queries"] == 2 and len(result["results"]) == 1
+    lexical = result["results"][0]
+    assert lexical["setting"] == "lexical"
+    assert lexical["ndcg@10"] == 1.0 and lexical["mrr@10"] == 1.0 and lexical["recall@100"] == 1.0
     table = ragloom("eval", str(folder))
     assert "nDCG@10" in table.stdout

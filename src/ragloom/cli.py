@@ -5,53 +5,28 @@ from __future__ import annotations
 import json
 import sys
 import warnings
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Any
 
 import click
-from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from ragloom import __version__
+from ragloom.console import err, out, print_json, progress
 from ragloom.errors import RagloomError
 from ragloom.index import DEFAULT_COLLECTION, Index
 from ragloom.lexical import BM25Params
 from ragloom.loading import JsonlFields
-from ragloom.retrieval.search import SearchOptions
 
-err = Console(stderr=True)
-out = Console(highlight=False, soft_wrap=True)
-
-
-@contextmanager
-def _progress(label: str) -> Iterator[Callable[[int, int], None]]:
-    """A progress bar on stderr (hidden when stderr is not a terminal)."""
-    with Progress(
-        TextColumn(label),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=err,
-        transient=True,
-        disable=not err.is_terminal,
-    ) as bar:
-        task = bar.add_task(label, total=None)
-
-        def update(done: int, total: int) -> None:
-            bar.update(task, completed=done, total=total)
-
-        yield update
+_progress = progress  # (shared with the evaluation commands: ragloom.console)
 
 
 def _open(ctx: click.Context, create: bool = False) -> Index:
     return Index(ctx.obj["index_path"], create=create, embedder=ctx.obj["embedder"])
 
 
-def _print_json(data: Any) -> None:
-    click.echo(json.dumps(data, ensure_ascii=False, indent=2))
+_print_json = print_json
 
 
 collection_option = click.option(
@@ -525,99 +500,6 @@ def check(ctx: click.Context, as_json: bool, repair: bool) -> None:
         sys.exit(1)
 
 
-@cli.command("eval")
-@click.argument("folder", type=click.Path(file_okay=False))
-@click.option("--split", default="test", show_default=True, help="Which qrels/<split>.tsv.")
-@click.option("--k1", type=float, default=0.9, show_default=True)
-@click.option("--b", "b", type=float, default=0.4, show_default=True)
-@click.option(
-    "--chunk-size",
-    type=click.IntRange(min=0),
-    default=0,
-    show_default=True,
-    help="Chunk documents (0: each document whole, the BEIR convention).",
-)
-@click.option(
-    "--keep-self-hits",
-    is_flag=True,
-    help="Keep hits whose document id equals the query id (ignored by default).",
-)
-@click.option(
-    "--mode",
-    type=click.Choice(["lexical", "dense", "hybrid"]),
-    default="lexical",
-    show_default=True,
-    help="dense and hybrid embed the corpus with --embedder.",
-)
-@click.option("--fusion", type=click.Choice(["rrf", "weighted"]), default="rrf", show_default=True)
-@click.option("--split-identifiers", is_flag=True, help="Identifier-aware tokens (for code).")
-@click.option("--json", "as_json", is_flag=True, help="Print the figures as JSON.")
-@click.pass_context
-def eval_cmd(
-    ctx: click.Context,
-    folder: str,
-    split: str,
-    k1: float,
-    b: float,
-    chunk_size: int,
-    keep_self_hits: bool,
-    mode: str,
-    fusion: str,
-    split_identifiers: bool,
-    as_json: bool,
-) -> None:
-    """Evaluate retrieval on a BEIR-layout collection (corpus.jsonl, queries.jsonl, qrels/)."""
-    from ragloom.evaluation.runner import run_beir, whole_document_config
-
-    chunking = {
-        "max_chars": chunk_size,
-        "overlap": 0 if chunk_size == 0 else min(80, chunk_size // 5),
-    }
-    config = whole_document_config(
-        bm25={"k1": k1, "b": b},
-        chunking=chunking,
-        tokenizer={"split_identifiers": split_identifiers},
-    )
-    with _progress("indexing") as update:
-        seen = 0
-
-        def progress(stage: str, n: int, total: int) -> None:
-            nonlocal seen
-            seen += n
-            update(seen, 0)
-
-        spec = ctx.obj["embedder"]
-        embedder = None if mode == "lexical" else ("local" if spec in ("auto", "none") else spec)
-        options = SearchOptions(mode=mode, fusion=fusion)
-        result = run_beir(
-            folder,
-            split,
-            config,
-            keep_self_hits=keep_self_hits,
-            on_progress=progress,
-            options=options,
-            embedder=embedder,
-        )
-    if as_json:
-        _print_json({"ok": True, **result.to_dict()})
-        return
-    table = Table(
-        title=f"{result.dataset} {result.mode} ({split}, {result.queries} queries, "
-        f"{result.documents} documents)"
-    )
-    for column in ("nDCG@10", "Recall@100", "MRR@10", "index s", "queries/s"):
-        table.add_column(column, justify="right")
-    m = result.metrics
-    table.add_row(
-        f"{m['ndcg@10']:.4f}",
-        f"{m['recall@100']:.4f}",
-        f"{m['mrr@10']:.4f}",
-        f"{result.index_seconds:.2f}",
-        f"{result.queries_per_second:.0f}",
-    )
-    out.print(table)
-
-
 @cli.command()
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind.")
 @click.option(
@@ -661,6 +543,17 @@ def serve(
     embedder = ctx.obj.get("embedder", "auto")
     settings = ServerSettings.build(ctx.obj["index_path"], roots, token, max_body, embedder)
     run_server(settings, host=host, port=port, access_log=access_log)
+
+
+def _add_evaluation_commands() -> None:
+    """`ragloom eval` and `ragloom tune` live with the evaluation code."""
+    from ragloom.evaluation.commands import eval_cmd, tune_cmd
+
+    cli.add_command(eval_cmd)
+    cli.add_command(tune_cmd)
+
+
+_add_evaluation_commands()
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import html
 import io
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -43,25 +44,27 @@ def _color(scored: Scored) -> str:
 
 
 def distribution_plot(plt: Any, scored: Sequence[Scored]) -> str:
-    """Per-query nDCG@10 of each setting: box plot with the mean marked."""
-    figure, axes = plt.subplots(figsize=(9, 0.55 * len(scored) + 1.6))
+    """Per-query nDCG@10 of each setting: a violin of where the queries' scores lie, with
+    the share of queries scoring 0 and 1 and the mean marked."""
+    figure, axes = plt.subplots(figsize=(9, 0.75 * len(scored) + 1.4))
     data = [[q["ndcg@10"] for q in s.queries.values()] for s in scored]
-    boxes = axes.boxplot(
-        data,
-        vert=False,
-        patch_artist=True,
-        showmeans=True,
-        meanprops={"marker": "D", "markerfacecolor": "white", "markeredgecolor": "black"},
-        medianprops={"color": "black"},
-        widths=0.6,
-    )
-    for patch, item in zip(boxes["boxes"], scored):
-        patch.set_facecolor(_color(item))
-        patch.set_alpha(0.55)
-    axes.set_yticks(range(1, len(scored) + 1), [s.setting.name for s in scored])
+    positions = list(range(1, len(scored) + 1))
+    parts = axes.violinplot(data, positions, vert=False, widths=0.85, showextrema=False)
+    for body, item in zip(parts["bodies"], scored):
+        body.set_facecolor(_color(item))
+        body.set_edgecolor("black")
+        body.set_alpha(0.55)
+    for y, values in zip(positions, data):
+        mean = sum(values) / len(values)
+        axes.plot([mean], [y], marker="D", color="white", markeredgecolor="black")
+        zeros = sum(v == 0 for v in values) / len(values)
+        ones = sum(v == 1 for v in values) / len(values)
+        axes.text(-0.035, y, f"{zeros:.0%}", ha="right", va="center", fontsize=8)
+        axes.text(1.035, y, f"{ones:.0%}", ha="left", va="center", fontsize=8)
+    axes.set_yticks(positions, [s.setting.name for s in scored])
     axes.invert_yaxis()
-    axes.set_xlabel("nDCG@10 per query (box: quartiles, line: median, diamond: mean)")
-    axes.set_xlim(-0.02, 1.02)
+    axes.set_xlabel("nDCG@10 per query (diamond: mean; left: share at 0, right: share at 1)")
+    axes.set_xlim(-0.12, 1.12)
     axes.grid(axis="x", alpha=0.3)
     figure.tight_layout()
     try:
@@ -77,15 +80,25 @@ def scatter_plot(plt: Any, lexical: Scored, dense: Scored) -> str:
     y = [dense.queries[q]["ndcg@10"] for q in shared]
     better_dense = sum(b > a for a, b in zip(x, y))
     better_lexical = sum(a > b for a, b in zip(x, y))
+    counts = Counter(zip(x, y))  # many queries share a point (one relevant document each)
+    points = list(counts)
     figure, axes = plt.subplots(figsize=(5.6, 5.4))
-    axes.scatter(x, y, s=14, alpha=0.45, color="#3182ce", edgecolors="none")
+    axes.scatter(
+        [p[0] for p in points],
+        [p[1] for p in points],
+        s=[12 + 6 * counts[p] for p in points],
+        alpha=0.5,
+        color="#3182ce",
+        edgecolors="none",
+    )
     axes.plot([0, 1], [0, 1], color="#718096", linewidth=1, linestyle="--")
     axes.set_xlim(-0.03, 1.03)
     axes.set_ylim(-0.03, 1.03)
     axes.set_xlabel("lexical nDCG@10")
     axes.set_ylabel("dense nDCG@10")
     axes.set_title(
-        f"{len(shared)} queries: dense better on {better_dense}, lexical on {better_lexical}",
+        f"{len(shared)} queries (marker area: how many): dense better on {better_dense}, "
+        f"lexical on {better_lexical}",
         fontsize=10,
     )
     axes.grid(alpha=0.3)
