@@ -49,7 +49,9 @@ def distribution_plot(plt: Any, scored: Sequence[Scored]) -> str:
     figure, axes = plt.subplots(figsize=(9, 0.75 * len(scored) + 1.4))
     data = [[q["ndcg@10"] for q in s.queries.values()] for s in scored]
     positions = list(range(1, len(scored) + 1))
-    parts = axes.violinplot(data, positions, vert=False, widths=0.85, showextrema=False)
+    parts = axes.violinplot(
+        data, positions, orientation="horizontal", widths=0.85, showextrema=False
+    )
     for body, item in zip(parts["bodies"], scored):
         body.set_facecolor(_color(item))
         body.set_edgecolor("black")

@@ -11,6 +11,7 @@ Ties go to the trial found first, which starts from the defaults.
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -68,15 +69,17 @@ class Tuner:
     scorer: Scorer
     grid: Grid = field(default_factory=Grid)
     on_trial: Callable[[int], None] | None = None
-    trials: dict[SearchOptions, float] = field(default_factory=dict)
+    trials: dict[str, Trial] = field(default_factory=dict)  # by settings, in trial order
 
     def score(self, options: SearchOptions) -> float:
-        if options not in self.trials:
+        """Training nDCG@10 of a top-10 search with `options` (each setting scored once)."""
+        key = json.dumps(search_settings(options), sort_keys=True)
+        if key not in self.trials:
             scored = self.scorer.score(Setting("trial", options), recall=False)
-            self.trials[options] = scored.metrics["ndcg@10"]
+            self.trials[key] = Trial(options, scored.metrics["ndcg@10"])
             if self.on_trial:
                 self.on_trial(len(self.trials))
-        return self.trials[options]
+        return self.trials[key].ndcg
 
     def best(self, candidates: Sequence[SearchOptions]) -> SearchOptions:
         """The first of the highest-scoring options."""
