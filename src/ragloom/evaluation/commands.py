@@ -56,7 +56,9 @@ def dataset_options(command: Callable[..., Any]) -> Callable[..., Any]:
     return command
 
 
-def _config(k1: float, b: float, chunk_size: int, split_identifiers: bool) -> CollectionConfig:
+def _config(p: dict[str, Any]) -> CollectionConfig:
+    """The eval collection's config from the shared options."""
+    k1, b, chunk_size, split_identifiers = p["k1"], p["b"], p["chunk_size"], p["split_identifiers"]
     chunking = {
         "max_chars": chunk_size,
         "overlap": 0 if chunk_size == 0 else min(80, chunk_size // 5),
@@ -128,18 +130,11 @@ def print_suite(result: SuiteResult) -> None:
 @click.pass_context
 def eval_cmd(
     ctx: click.Context,
-    folder: str,
-    k1: float,
-    b: float,
-    chunk_size: int,
-    split_identifiers: bool,
-    keep_self_hits: bool,
-    eval_index: str | None,
-    as_json: bool,
     split: str,
     modes: str,
     single_mode: str | None,
     report_path: str | None,
+    **p: Any,
 ) -> None:
     """Score retrieval on a BEIR-layout collection (corpus.jsonl, queries.jsonl, qrels/):
     every mode and fusion method asked for, from one index and one pass over the queries."""
@@ -150,13 +145,13 @@ def eval_cmd(
         _pyplot()  # fail before minutes of embedding when matplotlib is missing
     with progress("indexing, then searching") as update:
         result = run_suite(
-            folder,
+            p["folder"],
             split,
             wanted,
-            _config(k1, b, chunk_size, split_identifiers),
+            _config(p),
             _embedder(ctx),
-            eval_index,
-            keep_self_hits,
+            p["eval_index"],
+            p["keep_self_hits"],
             sweep=bool(report_path),
             on_progress=_reporter(update),
         )
@@ -164,7 +159,7 @@ def eval_cmd(
         from ragloom.evaluation.report import write_report
 
         err.print(f"report written to {write_report(result, report_path)}", highlight=False)
-    if as_json:
+    if p["as_json"]:
         print_json({"ok": True, **result.to_dict()})
         return
     print_suite(result)
@@ -211,26 +206,19 @@ def print_tune(result: TuneResult, seconds: float) -> None:
 @click.pass_context
 def tune_cmd(
     ctx: click.Context,
-    folder: str,
-    k1: float,
-    b: float,
-    chunk_size: int,
-    split_identifiers: bool,
-    keep_self_hits: bool,
-    eval_index: str | None,
-    as_json: bool,
     train_split: str,
     test_split: str,
     holdout: float | None,
     apply_to: str | None,
+    **p: Any,
 ) -> None:
     """Choose hybrid fusion settings (method, weights, rrf_k, candidates, dense-only floor) on
     one split of judged queries and report them on another, next to the defaults."""
     started = time.perf_counter()
     if holdout is not None:
-        train, test = holdout_split(load_beir(folder, test_split), holdout)
+        train, test = holdout_split(load_beir(p["folder"], test_split), holdout)
     else:
-        train, test = load_beir(folder, train_split), load_beir(folder, test_split)
+        train, test = load_beir(p["folder"], train_split), load_beir(p["folder"], test_split)
     target = None
     if apply_to is not None:
         target = Path(ctx.obj["index_path"])
@@ -240,10 +228,12 @@ def tune_cmd(
                     f"no collection {apply_to!r} in {target}",
                     "name a collection of the index given with --index before `tune`",
                 )
-    config = _config(k1, b, chunk_size, split_identifiers)
+    config = _config(p)
     with (
         progress("indexing, searching, tuning") as update,
-        prepared_index(train, config, _embedder(ctx), eval_index, _reporter(update)) as prepared,
+        prepared_index(
+            train, config, _embedder(ctx), p["eval_index"], _reporter(update)
+        ) as prepared,
     ):
         index = prepared.index
         cache = LegCache(index, EVAL_COLLECTION, dense=True)
@@ -257,8 +247,8 @@ def tune_cmd(
 
         cache.warm(queries, query_done)
         rows = index.chunk_documents(EVAL_COLLECTION)
-        train_scorer = Scorer(train, cache, rows, keep_self_hits)
-        test_scorer = Scorer(test, cache, rows, keep_self_hits)
+        train_scorer = Scorer(train, cache, rows, p["keep_self_hits"])
+        test_scorer = Scorer(test, cache, rows, p["keep_self_hits"])
         tuner = Tuner(train_scorer, on_trial=lambda n: update(n, 0))
         chosen = tuner.run()
         comparison = compare(train_scorer, test_scorer, chosen)
@@ -275,7 +265,7 @@ def tune_cmd(
         with Index(target, create=False, embedder=None) as index:
             index.configure(apply_to, search=settings)
         result.applied_to = f"collection {apply_to!r} of {target}"
-    if as_json:
+    if p["as_json"]:
         print_json({"ok": True, **result.to_dict()})
         return
     print_tune(result, time.perf_counter() - started)
