@@ -49,7 +49,8 @@ def _search_settings(value: Any) -> dict[str, Any]:
             f"search: unknown setting(s) {', '.join(sorted(unknown))}",
             f"a collection's search defaults may set {', '.join(SEARCH_SETTINGS)}",
         )
-    SearchOptions(**value)  # raises InputError on a bad value
+    if value:
+        SearchOptions(**value)  # raises InputError on a bad value
     return {k: (dict(v) if k == "weights" else v) for k, v in value.items()}
 
 
