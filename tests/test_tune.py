@@ -78,7 +78,8 @@ def test_collection_defaults_apply_unless_the_search_says_otherwise(tmp_path: Pa
     with EmbedServer() as svc, ragloom.Index(tmp_path / "i.db", embedder=spec(svc)) as index:
         index.add(NOTES, "notes")
         plain = index.search("silver key", collection="notes", explain=True)[0].explain["fusion"]
-        assert plain["method"] == "weighted" and plain["normalization"] == "minmax"
+        assert plain["method"] == "weighted" and plain["normalization"] == "zscore"
+        assert plain["weights"] == {"lexical": 0.3, "dense": 0.7}
         tuned = {"fusion": "rrf", "rrf_k": 7.0, "weights": {"lexical": 0.3, "dense": 0.7}}
         config = index.configure("notes", search={**tuned, "candidates": 12})
         assert config.search["rrf_k"] == 7.0
@@ -92,7 +93,7 @@ def test_collection_defaults_apply_unless_the_search_says_otherwise(tmp_path: Pa
         }
         # another method: the stored k and weights belong to RRF and are not taken
         other = index.search("silver key", collection="notes", fusion="weighted", explain=True)
-        assert other[0].explain["fusion"]["weights"] == {"lexical": 0.5, "dense": 0.5}
+        assert other[0].explain["fusion"]["weights"] == {"lexical": 0.3, "dense": 0.7}
         with pytest.raises(InputError, match="unknown setting"):
             index.configure("notes", search={"fusoin": "rrf"})
         with pytest.raises(InputError):

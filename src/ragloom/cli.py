@@ -207,12 +207,13 @@ def retrieval_options(command: Callable[..., Any]) -> Callable[..., Any]:
         click.option(
             "--fusion",
             type=click.Choice(["rrf", "weighted"]),
-            help="Default: the collection's own (ragloom tune --apply), else weighted.",
+            help="Default: the collection's own (ragloom tune --apply), else weighted "
+            "(z-score, dense 0.7, lexical 0.3).",
         ),
         click.option(
             "--normalization",
             type=click.Choice(["minmax", "zscore"]),
-            help="Score normalization of weighted fusion (default min-max).",
+            help="Score normalization of weighted fusion (default z-score).",
         ),
         click.option("--rrf-k", type=float, help="RRF's k (default 60)."),
         click.option(

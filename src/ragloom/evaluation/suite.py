@@ -22,6 +22,7 @@ from ragloom.evaluation.legs import LegCache
 from ragloom.evaluation.metrics import per_query
 from ragloom.evaluation.prepare import prepared_index
 from ragloom.evaluation.runner import EVAL_COLLECTION, rank_documents, whole_document_config
+from ragloom.retrieval.fusion import effective_weights
 from ragloom.retrieval.pipeline import DENSE, LEXICAL
 from ragloom.retrieval.search import MODES, SearchOptions
 
@@ -39,14 +40,13 @@ class Setting:
 
 
 def fusion_name(options: SearchOptions) -> str:
-    """`rrf k=60`, `weighted min-max`, `weighted z-score`, plus weights when given."""
+    """`rrf k=60 d=1 l=1`, `weighted z-score d=0.7 l=0.3`: method and the weights it applies."""
     if options.fusion == "rrf":
         text = f"rrf k={options.rrf_k:g}"
     else:
         text = "weighted " + ("min-max" if options.normalization == "minmax" else "z-score")
-    if options.weights:
-        text += " " + " ".join(f"{leg[0]}={w:g}" for leg, w in sorted(options.weights.items()))
-    return text
+    weights = effective_weights(options.fusion, options.weights)
+    return f"{text} d={weights['dense']:g} l={weights['lexical']:g}"
 
 
 def settings_for(modes: Sequence[str], has_vectors: bool) -> list[Setting]:
@@ -171,7 +171,8 @@ def weight_sweep(scorer: Scorer, weights: Sequence[float] = SWEEP_WEIGHTS) -> li
                 weights={"lexical": round(1 - w, 6), "dense": w},
             )
             scored = scorer.score(Setting("sweep", options), recall=False)
-            points.append(SweepPoint(fusion_name(base), w, scored.metrics["ndcg@10"]))
+            method = fusion_name(base).rsplit(" d=", 1)[0]
+            points.append(SweepPoint(method, w, scored.metrics["ndcg@10"]))
     return points
 
 

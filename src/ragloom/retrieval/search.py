@@ -24,7 +24,7 @@ from ragloom.retrieval.filters import (
     parse_filter,
     predicate_of,
 )
-from ragloom.retrieval.fusion import DEFAULT_FUSION
+from ragloom.retrieval.fusion import DEFAULT_FUSION, DEFAULT_NORMALIZATION
 from ragloom.retrieval.pipeline import DENSE, LEXICAL, Candidate
 from ragloom.timing import timed
 
@@ -65,7 +65,7 @@ class SearchOptions:
     fusion: str = DEFAULT_FUSION
     rrf_k: float = 60.0
     weights: Mapping[str, float] = field(default_factory=dict)
-    normalization: str = "minmax"
+    normalization: str = DEFAULT_NORMALIZATION
     candidates: int = 40
     min_dense_similarity: float = 0.45
     min_score: float | None = None

@@ -187,13 +187,15 @@ class SearchControls(_Strict):
         None, description="Default: hybrid when the collection has vectors, else lexical."
     )
     fusion: Literal["rrf", "weighted"] | None = Field(
-        None, description="Default: the collection's own (ragloom tune --apply), else weighted."
+        None,
+        description="Default: the collection's own (ragloom tune --apply), else weighted"
+        " (z-score, dense 0.7, lexical 0.3).",
     )
     rrf_k: float | None = Field(None, ge=0, le=10_000, allow_inf_nan=False, description="60")
     weights: dict[Literal["lexical", "dense", "metadata"], Annotated[float, Field(ge=0)]] | None = (
         Field(None, description="Per-leg weights; default: the fusion method's own.")
     )
-    normalization: Literal["minmax", "zscore"] | None = Field(None, description="minmax")
+    normalization: Literal["minmax", "zscore"] | None = Field(None, description="zscore")
     candidates: Annotated[int, BeforeValidator(_integral)] | None = Field(
         None, ge=1, le=1000, description="Hits each leg fetches (default 40)."
     )
