@@ -38,7 +38,9 @@ def test_rrf_weights_are_honoured():
 
 def test_weighted_minmax_fusion_math():
     fused = weighted_fusion(
-        legs({1: 10.0, 2: 6.0, 3: 2.0}, {3: 0.9, 4: 0.5}), weights={"lexical": 0.3, "dense": 0.7}
+        legs({1: 10.0, 2: 6.0, 3: 2.0}, {3: 0.9, 4: 0.5}),
+        weights={"lexical": 0.3, "dense": 0.7},
+        normalization="minmax",
     )
     by_row = {c.row_id: c.score for c in fused}
     assert by_row[1] == pytest.approx(0.3 * 1.0)
@@ -49,7 +51,11 @@ def test_weighted_minmax_fusion_math():
 
 
 def test_weighted_zscore_uses_leg_minimum_for_missing_rows():
-    fused = weighted_fusion(legs({1: 3.0, 2: 1.0}, {2: 0.8, 3: 0.4}), normalization="zscore")
+    fused = weighted_fusion(
+        legs({1: 3.0, 2: 1.0}, {2: 0.8, 3: 0.4}),
+        weights={"lexical": 0.5, "dense": 0.5},
+        normalization="zscore",
+    )
     by_row = {c.row_id: c.score for c in fused}
     # each leg's z-scores are +1 / -1; a row missing from a leg gets that leg's minimum (-1)
     assert by_row == pytest.approx({1: 0.5 * 1 + 0.5 * -1, 2: 0.5 * -1 + 0.5 * 1, 3: -1.0})

@@ -29,6 +29,9 @@ ARGS = [
 ]
 ARTIFACTS = Path(__file__).parent / "artifacts"
 TOKEN = "browser-secret"
+# Generous waits: on a loaded 2-core machine the first hybrid query (model warm-up) is slow.
+WAIT_MS = 60_000
+expect.set_options(timeout=WAIT_MS)
 
 
 @pytest.fixture(scope="module")
@@ -63,6 +66,7 @@ def server(index_file: Path):
 
 def open_page(browser: Browser, url: str) -> tuple[Page, list[str]]:
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.set_default_timeout(WAIT_MS)
     problems: list[str] = []
     page.on("pageerror", lambda exc: problems.append(f"page error: {exc}"))
     page.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)

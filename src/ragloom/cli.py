@@ -34,7 +34,24 @@ collection_option = click.option(
 )
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _Commands(click.Group):
+    """`ragloom eval` and `ragloom tune` live with the evaluation code, imported only when
+    one of them runs (so that `ragloom serve` and the other commands start fast)."""
+
+    lazy = {"eval": "eval_cmd", "tune": "tune_cmd"}
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *self.lazy})
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name in self.lazy and name not in self.commands:
+            from ragloom.evaluation import commands
+
+            self.add_command(getattr(commands, self.lazy[name]), name)
+        return super().get_command(ctx, name)
+
+
+@click.group(cls=_Commands, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option(
     "--index",
     "index_path",
@@ -544,17 +561,6 @@ def serve(
     embedder = ctx.obj.get("embedder", "auto")
     settings = ServerSettings.build(ctx.obj["index_path"], roots, token, max_body, embedder)
     run_server(settings, host=host, port=port, access_log=access_log)
-
-
-def _add_evaluation_commands() -> None:
-    """`ragloom eval` and `ragloom tune` live with the evaluation code."""
-    from ragloom.evaluation.commands import eval_cmd, tune_cmd
-
-    cli.add_command(eval_cmd)
-    cli.add_command(tune_cmd)
-
-
-_add_evaluation_commands()
 
 
 def main(argv: list[str] | None = None) -> None:
