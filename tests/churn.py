@@ -37,7 +37,7 @@ def churn_doc(rng: random.Random) -> Document:
     return Document(f"churn-{rng.randint(0, 200)}", f"churn {words}")
 
 
-def corpus(seed: int, batches: int = 30, size: int = 25) -> list[list[Document]]:
+def corpus(seed: int, batches: int = 160, size: int = 25) -> list[list[Document]]:
     """The crash test's documents, in the batches the ingesting process commits."""
     rng = random.Random(seed)
     out = []

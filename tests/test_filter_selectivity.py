@@ -43,7 +43,7 @@ def scifact_index(tmp_path_factory):
 
 
 def brute_force(index: Index, query: str, mode: str, eligible: set[int], k: int = 3):
-    """Rank every chunk unfiltered, keep the eligible ones, take each leg's top 40, fuse."""
+    """Rank every chunk unfiltered, keep the eligible ones, take each leg's top 40, fuse (RRF)."""
 
     def leg(name: str):
         ranked = index.rank(query, SearchOptions(mode=name, top_k=EVERYTHING)).candidates
@@ -63,7 +63,7 @@ def test_selective_filter_matches_filter_then_rank(scifact_index, mode):
     index, queries, eligible = scifact_index
     compared = 0
     for query in queries:
-        options = SearchOptions(mode=mode, top_k=3, filters={"bucket": 7})
+        options = SearchOptions(mode=mode, top_k=3, filters={"bucket": 7}, fusion="rrf")
         got = [(c.row_id, pytest.approx(c.score)) for c in index.rank(query, options).candidates]
         want = brute_force(index, query, mode, eligible)
         assert got == want

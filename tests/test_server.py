@@ -95,6 +95,10 @@ def test_health_and_openapi(http: httpx.Client) -> None:
     assert {"/index", "/query", "/documents", "/documents/{doc_id}", "/health", "/stats"} <= set(
         schema["paths"]
     )
+    # Only JSON Schema keywords in bounds (pydantic leaves `ge`/`le` raw on some unions).
+    text = json.dumps(schema)
+    assert '"ge":' not in text and '"le":' not in text
+    assert '"minimum": 1' in json.dumps(schema["components"]["schemas"]["QueryRequest"])
 
 
 def test_index_inline_documents_then_noop(http: httpx.Client) -> None:
@@ -338,6 +342,11 @@ def test_body_under_limit_streamed_is_accepted(http: httpx.Client) -> None:
 def test_unknown_route_and_method(http: httpx.Client) -> None:
     _error(http.get("/nowhere"), 404, "not_found")
     _error(http.get("/query"), 405, "method_not_allowed")
+    # Allow names every method of the path, not only the first route's.
+    wrong = http.request("OPTIONS", "/documents/some-id")
+    _error(wrong, 405, "method_not_allowed")
+    assert {"GET", "DELETE"} <= {m.strip() for m in wrong.headers["allow"].split(",")}
+    assert "POST" not in wrong.headers["allow"]
 
 
 # -- concurrency ---------------------------------------------------------------------------------

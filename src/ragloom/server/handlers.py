@@ -9,6 +9,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException
 from starlette.responses import Response
+from starlette.routing import Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ragloom.errors import RagloomError
@@ -64,7 +65,33 @@ async def on_http_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, HTTPException)
     code = _CODE_BY_STATUS.get(exc.status_code, "http_error")
     message = exc.detail if isinstance(exc.detail, str) else f"HTTP {exc.status_code}"
-    return error_response(exc.status_code, code, message, headers=exc.headers)
+    headers = exc.headers
+    if exc.status_code == 405:
+        headers = {**(headers or {}), "Allow": ", ".join(allowed_methods(request))}
+    return error_response(exc.status_code, code, message, headers=headers)
+
+
+def _leaf_routes(routes: list[Any]) -> list[Any]:
+    """Routes with paths: FastAPI wraps an included router (our routers carry no prefix)."""
+    out = []
+    for route in routes:
+        inner = getattr(route, "original_router", None)
+        out.extend(_leaf_routes(inner.routes) if inner is not None else [route])
+    return out
+
+
+def allowed_methods(request: Request) -> list[str]:
+    """Every method some route serves at this path: Starlette's own 405 names only the first
+    matching route's (`/documents/{id}` has a GET route and a DELETE route)."""
+    methods: set[str] = set()
+    probe = {**request.scope, "method": "\0"}  # no route serves it: every path match is PARTIAL
+    for route in _leaf_routes(request.app.router.routes):
+        match, _ = route.matches(probe)
+        if match is not Match.NONE:
+            methods |= set(getattr(route, "methods", None) or ())
+    if "GET" in methods:
+        methods.add("HEAD")
+    return sorted(methods)
 
 
 def _internal_error() -> Response:

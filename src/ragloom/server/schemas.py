@@ -196,8 +196,8 @@ class SearchControls(_Strict):
         Field(None, description="Per-leg weights; default: the fusion method's own.")
     )
     normalization: Literal["minmax", "zscore"] | None = Field(None, description="zscore")
-    candidates: Annotated[int, BeforeValidator(_integral)] | None = Field(
-        None, ge=1, le=1000, description="Hits each leg fetches (default 40)."
+    candidates: Annotated[int, Interval(ge=1, le=1000), BeforeValidator(_integral)] | None = Field(
+        None, description="Hits each leg fetches (default 40)."
     )
     min_dense_similarity: float | None = Field(
         None, ge=-1, le=1, description="Drop dense-only hits below this cosine (default 0.45)."
