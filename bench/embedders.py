@@ -35,7 +35,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ragloom.embedding.base import normalize_rows
-from ragloom.embedding.local import MAX_TOKENS, TOKENIZER_FILE, LocalEmbedder
+from ragloom.embedding.local import GRAPH_VERSION, MAX_TOKENS, TOKENIZER_FILE, LocalEmbedder
 from ragloom.evaluation.beir import load_beir
 from ragloom.evaluation.metrics import evaluate_run
 from ragloom.index import embedding_text
@@ -158,7 +158,8 @@ def bench_lock(path: str):
 def corpus_vectors(model, key: str, texts: list[str], cache: Path) -> np.ndarray:
     """The whole corpus embedded by one runtime, cached by runtime and corpus."""
     digest = hashlib.sha1("\n".join(texts).encode()).hexdigest()[:12]
-    path = cache / f"{key}-{len(texts)}-{digest}.npy"
+    version = f"-g{GRAPH_VERSION}" if key in ("int8", "float32") else ""
+    path = cache / f"{key}{version}-{len(texts)}-{digest}.npy"
     if path.exists():
         return np.load(path)
     vectors = np.asarray(model.embed(texts), np.float32)
@@ -177,19 +178,23 @@ def ndcg10(model, doc_ids, vectors, dataset) -> float:
     return evaluate_run(run, dataset.qrels)["ndcg@10"]
 
 
-def timings(model, texts: list[str], queries: list[str]) -> tuple[float, float]:
+def timings(model, texts: list[str], queries: list[str]) -> tuple[float, float, float]:
+    """Best passages/s of two rounds, its CPU milliseconds per passage (all threads of this
+    process: unlike wall time, not inflated by other jobs on a shared machine), and the
+    median single-query latency."""
     model.embed(texts[:4])
-    rates = []
+    rates, cpu = [], []
     for _ in range(2):
-        started = time.perf_counter()
+        started, cpu_started = time.perf_counter(), time.process_time()
         model.embed(texts)
         rates.append(len(texts) / (time.perf_counter() - started))
+        cpu.append((time.process_time() - cpu_started) * 1000 / len(texts))
     latencies = []
     for query in queries:
         started = time.perf_counter()
         model.embed_query(query)
         latencies.append((time.perf_counter() - started) * 1000)
-    return max(rates), statistics.median(latencies)
+    return max(rates), min(cpu), statistics.median(latencies)
 
 
 def main() -> None:
@@ -217,7 +222,7 @@ def main() -> None:
 
     import onnxruntime
 
-    console = Console()
+    console = Console(width=200)
     console.print(
         f"model all-MiniLM-L6-v2 (256 tokens max); threads {args.threads}; onnxruntime "
         f"{onnxruntime.__version__}; {platform.machine()} {cpu_name()}; "
@@ -236,14 +241,17 @@ def main() -> None:
         quality[runtime.key] = (float(cosines.mean()), float(cosines.min()), ndcg)
     speed = {}
     with bench_lock(LOCK):
+        load = os.getloadavg()[0]
         for runtime in wanted:
             speed[runtime.key] = timings(models[runtime.key], texts, queries)
+    console.print(f"load average while timing started: {load:.1f} on {os.cpu_count()} CPUs")
 
     table = Table(title=f"all-MiniLM-L6-v2 runtimes, {args.threads} threads")
     for col in (
         "runtime",
         "passages/s",
         "x previous",
+        "CPU ms/passage",
         "query p50 ms",
         "cosine to fp32 mean",
         "worst",
@@ -252,12 +260,13 @@ def main() -> None:
         table.add_column(col, justify="right")
     base = speed.get("dynamic", (None,))[0]
     for runtime in wanted:
-        rate, query_ms = speed[runtime.key]
+        rate, cpu_ms, query_ms = speed[runtime.key]
         mean, worst, ndcg = quality[runtime.key]
         table.add_row(
             runtime.label,
             f"{rate:.1f}",
             f"{rate / base:.2f}" if base else "-",
+            f"{cpu_ms:.0f}",
             f"{query_ms:.1f}",
             f"{mean:.4f}",
             f"{worst:.4f}",
