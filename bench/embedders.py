@@ -26,7 +26,7 @@ import platform
 import statistics
 import time
 from collections.abc import Callable
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -212,6 +212,9 @@ def main() -> None:
         help="runtimes whose SciFact nDCG@10 is computed (default: all; embedding the corpus "
         "takes minutes per runtime unless cached)",
     )
+    parser.add_argument(
+        "--no-timing", action="store_true", help="quality columns only (no lock taken)"
+    )
     args = parser.parse_args()
     dataset = load_beir(args.data / "scifact")
     docs = list(dataset.iter_corpus())
@@ -244,12 +247,14 @@ def main() -> None:
             vectors = corpus_vectors(model, runtime.key, texts_all, args.cache)
             ndcg = ndcg10(model, [d.id for d in docs], vectors, dataset)
         quality[runtime.key] = (float(cosines.mean()), float(cosines.min()), ndcg)
-    speed = {}
-    with bench_lock(LOCK):
+    speed = {r.key: (float("nan"),) * 3 for r in wanted}
+    with bench_lock(LOCK) if not args.no_timing else nullcontext():
         load = os.getloadavg()[0]
         for runtime in wanted:
-            speed[runtime.key] = timings(models[runtime.key], texts, queries)
-    console.print(f"load average while timing started: {load:.1f} on {os.cpu_count()} CPUs")
+            if not args.no_timing:
+                speed[runtime.key] = timings(models[runtime.key], texts, queries)
+    if not args.no_timing:
+        console.print(f"load average when timing started: {load:.1f} on {os.cpu_count()} CPUs")
 
     table = Table(title=f"all-MiniLM-L6-v2 runtimes, {args.threads} threads")
     for col in (
@@ -270,7 +275,7 @@ def main() -> None:
         table.add_row(
             runtime.label,
             f"{rate:.1f}",
-            f"{rate / base:.2f}" if base else "-",
+            f"{rate / base:.2f}" if base and base == base else "-",
             f"{cpu_ms:.0f}",
             f"{query_ms:.1f}",
             f"{mean:.4f}",
