@@ -2,10 +2,12 @@
 
 Usage: python bench/hybrid.py [--data ../shared/data] [--datasets scifact cranfield]
                               [--cache /tmp/ragloom-bench] [--sample 256]
+                              [--precision int8|float32] [--threads 2]
 Prints nDCG@10, Recall@100 and MRR@10 for lexical, dense, hybrid-RRF and hybrid-weighted
 (min-max and z-score), hybrid query latency p50/p95 with the query embedding included, and
 ingest embedding throughput against the model's raw batched throughput. Indexes are kept in
---cache (the corpus is embedded once; later runs reuse it).
+--cache (the corpus is embedded once; later runs reuse it). The embedder is the local model
+built here with the given precision and threads (printed first), never the installed default.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ragloom import Index
-from ragloom.embedding.local import LocalEmbedder
+from ragloom.embedding.local import GRAPH_VERSION, LocalEmbedder
 from ragloom.evaluation.beir import load_beir
 from ragloom.evaluation.runner import (
     EVAL_COLLECTION,
@@ -29,7 +31,7 @@ from ragloom.evaluation.runner import (
     evaluate_index,
     whole_document_config,
 )
-from ragloom.index import _embedding_text
+from ragloom.index import embedding_text
 from ragloom.retrieval.search import SearchOptions
 
 CONFIGS = {
@@ -47,7 +49,8 @@ def cached_index(folder: Path, cache: Path, embedder: LocalEmbedder) -> tuple[In
     """The collection's index from the cache folder, built (and timed) if missing."""
     dataset = load_beir(folder)
     cache.mkdir(parents=True, exist_ok=True)
-    index = Index(cache / f"{folder.name}-{embedder.name}.db", embedder=embedder)
+    tag = f"{embedder.name}-g{GRAPH_VERSION}"  # vectors of another runtime are not reused
+    index = Index(cache / f"{folder.name}-{tag}.db", embedder=embedder)
     if EVAL_COLLECTION in index.collections():
         stats = index.stats()["collections"][EVAL_COLLECTION]
         if stats["vectors"] == stats["chunks"] > 0:
@@ -65,7 +68,7 @@ def ingest_throughput(
     goes into a fresh index (empty embedding cache), so every passage is embedded.
     """
     docs = list(load_beir(folder).iter_corpus())[:sample]
-    texts = [_embedding_text(d.title, d.text) for d in docs]
+    texts = [embedding_text(d.title, d.text) for d in docs]
     embedder.embed(texts[:8])  # warm up
     raw, ingest = [], []
     for _ in range(repeats):
@@ -104,10 +107,13 @@ def main() -> None:
     parser.add_argument("--datasets", nargs="+", default=["scifact", "cranfield"])
     parser.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "ragloom-bench")
     parser.add_argument("--sample", type=int, default=128, help="documents for the ingest test")
+    parser.add_argument("--precision", choices=["int8", "float32"], default="int8")
+    parser.add_argument("--threads", type=int, default=2)
     args = parser.parse_args()
 
     console = Console()
-    embedder = LocalEmbedder()
+    embedder = LocalEmbedder(threads=args.threads, precision=args.precision)
+    console.print(f"embedder: {embedder.runtime}")
     quality = Table(title="retrieval quality (test split)")
     for col in ("dataset", "method", "nDCG@10", "Recall@100", "MRR@10"):
         quality.add_column(col, justify="right")

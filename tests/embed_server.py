@@ -1,5 +1,6 @@
-"""A small real HTTP server speaking the OpenAI `/v1/embeddings` and Ollama `/api/embed` wire
-protocols, backed by a deterministic function, with switchable failure modes."""
+"""A small real HTTP server speaking the OpenAI `/v1/embeddings` and Ollama `/api/embed` and
+`/api/embeddings` (before Ollama 0.2) wire protocols, backed by a deterministic function,
+with switchable failure modes."""
 
 from __future__ import annotations
 
@@ -27,9 +28,14 @@ class EmbedServer:
     """Start with `with EmbedServer() as server:`; `server.url` is its base address."""
 
     def __init__(self, port: int = 0) -> None:
-        self.mode = "ok"  # ok | 500 | malformed | wrong_count | slow | fail_once | hang | wrong_dim
+        # ok | 500 | malformed | wrong_count | wrong_dim | slow | hang | fail_once
+        self.mode = "ok"
+        self.delay = 0.0  # seconds before each answer
+        self.legacy_ollama = False  # answer 404 on /api/embed, speak only /api/embeddings
         self.requests: list[dict] = []
+        self.paths: list[str] = []
         self.headers: list[dict] = []
+        self._release = threading.Event()
         owner = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -39,8 +45,12 @@ class EmbedServer:
             def do_POST(self) -> None:  # noqa: N802
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 owner.requests.append(body)
+                owner.paths.append(self.path)
                 owner.headers.append(dict(self.headers))
                 mode = owner.mode
+                time.sleep(owner.delay)
+                if owner.legacy_ollama and self.path == "/api/embed":
+                    return self._send(404, {"error": "404 page not found"})
                 if mode == "fail_once":
                     owner.mode = "ok"
                     return self._send(500, {"error": "temporary"})
@@ -48,9 +58,13 @@ class EmbedServer:
                     return self._send(500, {"error": "boom"})
                 if mode == "slow":
                     time.sleep(2)
-                if mode == "hang":  # accepts, never answers in time
-                    time.sleep(30)
+                if mode == "hang":  # accepts, never answers (until the server stops)
+                    owner._release.wait(30)
                     return None
+                if self.path == "/api/embeddings" and owner.legacy_ollama:
+                    if mode == "malformed":
+                        return self._send(200, {"unexpected": True})
+                    return self._send(200, {"embedding": fake_vector(body["prompt"])})
                 inputs = body["input"] if isinstance(body["input"], list) else [body["input"]]
                 vectors = [fake_vector(t) for t in inputs]
                 if mode == "wrong_dim":
@@ -90,5 +104,6 @@ class EmbedServer:
         self.stop()
 
     def stop(self) -> None:
+        self._release.set()
         self._server.shutdown()
         self._server.server_close()

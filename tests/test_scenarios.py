@@ -56,7 +56,8 @@ def test_story_bible_top3_multi_file_survives_restart(tmp_path: Path):
 
 def test_study_app_boosts_caps_and_typed_embedding_errors(tmp_path: Path):
     with EmbedServer() as service:
-        embedder = OpenAIEmbedder(service.url, "remote-embed", retry_delay=0.01)
+        # cooldown=0: each failure below is a fresh call, not the remembered one
+        embedder = OpenAIEmbedder(service.url, "remote-embed", retry_delay=0.01, cooldown=0)
         with Index(tmp_path / "study.db", embedder=embedder) as index:
             index.add(STUDY_COMMENTARY)
             hits = index.search("election mercy hardening", **STUDY_OPTIONS, explain=True)

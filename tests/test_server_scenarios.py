@@ -186,7 +186,9 @@ def test_malformed_controls_are_422(http: httpx.Client, controls: dict):
 
 def test_study_app_through_the_server(tmp_path: Path):
     with EmbedServer() as service:
-        env = {**os.environ, "RAGLOOM_EMBEDDER": f"openai:remote-embed@{service.url}"}
+        # cooldown=0: each failure below is a fresh call, not the remembered one
+        spec = f"openai:remote-embed@{service.url}?cooldown=0&retry_delay=0.05"
+        env = {**os.environ, "RAGLOOM_EMBEDDER": spec}
         with (
             ServerProcess(tmp_path / "study.db", env=env) as server,
             httpx.Client(base_url=server.url, timeout=60) as http,

@@ -25,7 +25,9 @@ DOCS = [
 
 
 def _spec(port: int, provider: str = "ollama") -> str:
-    return f"{provider}:nomic-embed-text@http://127.0.0.1:{port}"
+    # cooldown=0: these tests bring the service back at once and expect the next call to
+    # reach it (the cooldown after a failure is tested in test_remote.py)
+    return f"{provider}:nomic-embed-text@http://127.0.0.1:{port}?cooldown=0"
 
 
 def test_ingest_while_the_service_is_down_keeps_the_documents(tmp_path: Path) -> None:

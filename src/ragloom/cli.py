@@ -13,7 +13,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from ragloom import __version__
-from ragloom.console import err, out, print_json, progress
+from ragloom.console import err, out, print_json, progress, report_line
 from ragloom.errors import RagloomError
 from ragloom.index import DEFAULT_COLLECTION, Index
 from ragloom.lexical import BM25Params
@@ -175,10 +175,7 @@ def index_cmd(
         return
     for path, reason in report.skipped:
         err.print(f"[yellow]skipped[/] {escape(path)}: {escape(reason)}", highlight=False)
-    out.print(
-        f"indexed {report.documents} document(s), {report.chunks} chunk(s) from "
-        f"{report.files} file(s); {report.unchanged} unchanged, {len(report.skipped)} skipped"
-    )
+    out.print(report_line(report))
     if report.pending:
         err.print(
             f"warning: {report.pending} chunk(s) wait for vectors ({report.embedding_error}); "

@@ -9,30 +9,96 @@ from typing import Any
 
 import click
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+from rich.text import Text
+
+from ragloom.embedding.progress import EmbeddingMeter, measure_embedding
 
 err = Console(stderr=True)
 out = Console(highlight=False, soft_wrap=True)
 
 
+def embedding_status(meter: EmbeddingMeter) -> str:
+    """The embedding rate shown beside the bar."""
+    return f"{meter.rate:.1f} passages/s" if meter.passages else ""
+
+
+def expected_passages(queued: int, files_done: int, files_total: int) -> int:
+    """Passages the whole job will embed: those queued so far, scaled up by the share of
+    files still unread (indexing reads, chunks and embeds in batches as it goes)."""
+    if 0 < files_done < files_total:
+        return max(queued, round(queued * files_total / files_done))
+    return queued
+
+
+class _TimeLeft(TimeRemainingColumn):
+    """Time remaining, shown for the embedding bar only (reading files is not the wait)."""
+
+    def render(self, task: Any) -> Text:
+        if not task.fields.get("eta"):
+            return Text("")
+        return Text(f"{super().render(task).plain} left,", style="progress.remaining")
+
+
 @contextmanager
 def progress(label: str) -> Iterator[Callable[[int, int], None]]:
-    """A progress bar on stderr (hidden when stderr is not a terminal)."""
+    """Progress bars on stderr (hidden when stderr is not a terminal): files (or documents)
+    done, and while embedding the passages embedded, passages/s and time remaining."""
     with Progress(
-        TextColumn(label),
+        TextColumn("{task.description:>9}"),
         BarColumn(),
         MofNCompleteColumn(),
+        TextColumn("{task.fields[unit]} {task.fields[rate]}"),
+        _TimeLeft(),
         TimeElapsedColumn(),
         console=err,
         transient=True,
         disable=not err.is_terminal,
     ) as bar:
-        task = bar.add_task(label, total=None)
+        task = bar.add_task(label, total=None, unit="", rate="")
+        files = [0, 0]
+        embedding: list[Any] = []
 
         def update(done: int, total: int) -> None:
+            files[:] = [done, total]
             bar.update(task, completed=done, total=total or None)
 
-        yield update
+        def on_update(meter: EmbeddingMeter) -> None:
+            if not embedding:
+                embedding.append(
+                    bar.add_task("embedding", total=None, unit="passages", rate="", eta=True)
+                )
+            bar.update(
+                embedding[0],
+                completed=meter.passages,
+                total=expected_passages(meter.queued, *files),
+                rate=embedding_status(meter),
+            )
+
+        with measure_embedding(on_update):
+            yield update
+
+
+def report_line(report: Any) -> str:
+    """The summary `ragloom index` prints, with the embedding time when it embedded."""
+    line = (
+        f"indexed {report.documents} document(s), {report.chunks} chunk(s) from "
+        f"{report.files} file(s); {report.unchanged} unchanged, {len(report.skipped)} skipped"
+    )
+    if report.embedded:
+        seconds = report.embedding_seconds
+        rate = report.embedded / seconds if seconds else 0.0
+        line += (
+            f"; embedded {report.embedded} passage(s) in {seconds:.1f} s ({rate:.1f} passages/s)"
+        )
+    return line
 
 
 def print_json(data: Any) -> None:

@@ -127,18 +127,23 @@ class RemoteService:
         payload: Any,
         parse: Callable[[Any], T],
         interactive: bool = False,
+        final_statuses: tuple[int, ...] = (),
     ) -> T:
         """POST `payload` to `base_url + path` and return `parse(json body)`.
 
         `parse` raises ValueError/TypeError/KeyError on an answer it cannot use (that is a
-        `failed` error). `interactive` uses the shorter query read timeout.
+        `failed` error). `interactive` uses the shorter query read timeout. An answer with a
+        status in `final_statuses` (such as 404 when probing for an endpoint) raises the
+        `failed` error at once: no retry, and the service is not marked down.
         """
         with self._lock:
             if time.monotonic() < self._down_until and self._down_error is not None:
                 raise self._remembered()
         try:
             return self._attempt(path, payload, parse, interactive)
-        except RagloomError:
+        except RagloomError as exc:
+            if getattr(exc, "status", None) in final_statuses:
+                raise
             time.sleep(self.timeouts.retry_delay)
         try:
             result = self._attempt(path, payload, parse, interactive)

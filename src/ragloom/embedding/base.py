@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import time
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
+from ragloom.embedding.progress import record_batch, record_queued
 from ragloom.errors import EmbeddingError
 from ragloom.observe import embedding_failed
 
@@ -20,10 +22,14 @@ def normalize_rows(matrix: np.ndarray) -> np.ndarray:
 
 
 class Embedder(ABC):
-    """Turns texts into vectors. `name` identifies the model the vectors belong to."""
+    """Turns texts into vectors. `name` identifies the model the vectors belong to.
+
+    `dimension` is None while unknown (an HTTP service's model, before it has answered and
+    when no collection has stated it); it is never found out by calling the service.
+    """
 
     name: str
-    dimension: int
+    dimension: int | None
     batch_size: int = 32
 
     @abstractmethod
@@ -33,20 +39,28 @@ class Embedder(ABC):
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Unit vectors for `texts`, shape (len(texts), dimension), in `batch_size` batches."""
         if not texts:
-            return np.zeros((0, self.dimension), np.float32)
+            return np.zeros((0, self.dimension or 0), np.float32)
+        parts = []
+        record_queued(len(texts))
         try:
-            parts = [
-                self._embed_batch(texts[i : i + self.batch_size])
-                for i in range(0, len(texts), self.batch_size)
-            ]
+            for i in range(0, len(texts), self.batch_size):
+                started = time.perf_counter()
+                parts.append(self._embed_batch(texts[i : i + self.batch_size]))
+                record_batch(len(parts[-1]), time.perf_counter() - started)
         except EmbeddingError as exc:
             embedding_failed(exc)  # monitoring (ragloom.observe): /metrics counts these
             raise
         return normalize_rows(np.vstack(parts))
 
     def embed_query(self, text: str) -> np.ndarray:
-        """One query's unit vector."""
+        """One query's unit vector (services use their shorter interactive timeout)."""
         return self.embed([text])[0]
+
+    def adopt_dimension(self, dimension: int | None) -> None:
+        """Learn the dimension a collection states for this model; only embedders whose
+        dimension is unknown until they answer (HTTP services) use it."""
+        if self.dimension is None and dimension is not None:
+            self.dimension = int(dimension)
 
     def config(self) -> dict[str, Any]:
         """What to store with a collection to rebuild this embedder (never secrets)."""

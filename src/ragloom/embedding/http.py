@@ -1,25 +1,48 @@
-"""Embedding services over HTTP: OpenAI-compatible `/v1/embeddings` and Ollama `/api/embed`.
+"""Embedding services over HTTP: OpenAI-compatible `/v1/embeddings` and Ollama.
 
-Every call sends a whole batch; a failed call is retried once after `retry_delay` seconds,
-then raises `EmbeddingOffline` (cannot connect) or `EmbedFailed` (bad status, bad body).
+Calls go through `ragloom.remote.RemoteService`: a connect timeout, a read timeout for batch
+calls (ingest) and a shorter one for `embed_query` (a search waits on it), one retry, then
+`EmbeddingOffline` (cannot connect) or `EmbedFailed` (bad status, bad body, too slow), and a
+cooldown during which calls fail at once. The dimension is never probed: it comes from the
+collection's stored config or from the service's first answer (None until then).
 """
 
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Sequence
 from typing import Any
 
-import httpx
 import numpy as np
 
 from ragloom.embedding.base import Embedder
-from ragloom.errors import EmbeddingError, EmbeddingOffline, EmbedFailed
+from ragloom.errors import EmbeddingError, EmbeddingOffline, EmbedFailed, InputError
+from ragloom.observe import embedding_failed
+from ragloom.remote import RemoteService, Timeouts
+
+WHAT = "the embedding service"
+TIMEOUT_OPTIONS = (
+    "timeout",
+    "read_timeout",
+    "connect_timeout",
+    "query_timeout",
+    "retry_delay",
+    "cooldown",
+)
+
+
+def _matrix(vectors: Any, count: int) -> np.ndarray:
+    """`count` finite vectors of one length as a float32 matrix (ValueError otherwise)."""
+    if not isinstance(vectors, list) or len(vectors) != count:
+        raise ValueError(f"expected {count} embeddings")
+    matrix = np.asarray(vectors, dtype=np.float32)
+    if matrix.ndim != 2 or matrix.shape[1] == 0 or not np.isfinite(matrix).all():
+        raise ValueError(f"expected {count} vectors of finite numbers, all of one length")
+    return matrix
 
 
 class HttpEmbedder(Embedder):
-    """Shared transport: batching, one retry, typed errors, dimension checks."""
+    """Shared transport: batching, the remote-call rules, dimension checks."""
 
     provider = "http"
     path = ""
@@ -30,84 +53,79 @@ class HttpEmbedder(Embedder):
         model: str,
         api_key: str | None = None,
         batch_size: int = 64,
-        timeout: float = 30.0,
-        retry_delay: float = 1.0,
+        timeouts: Timeouts | None = None,
         dimension: int | None = None,
+        options: dict[str, str] | None = None,
+        **timeout_options: float,
     ) -> None:
+        """`options`: a spec's `?name=value` options (timeouts); `timeout_options` the same as
+        keywords (`timeout=2, query_timeout=3, retry_delay=0.5, ...`)."""
+        options = {**(options or {}), **{k: str(v) for k, v in timeout_options.items()}}
+        unknown = sorted(set(options) - set(TIMEOUT_OPTIONS))
+        if unknown:
+            raise InputError(
+                f"unknown embedding service option {unknown[0]!r}",
+                f"known options: {', '.join(TIMEOUT_OPTIONS)}",
+            )
         self.base_url = base_url.rstrip("/")
         self.model = model
         self.name = model
         self.batch_size = batch_size
-        self.retry_delay = retry_delay
-        self._dimension = dimension
+        self.dimension = int(dimension) if dimension is not None else None
+        self.options = options  # kept in the collection's config to rebuild the embedder
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        self._client = httpx.Client(timeout=timeout, headers=headers)
+        self.remote = RemoteService(
+            self.base_url,
+            EmbeddingOffline,
+            EmbedFailed,
+            WHAT,
+            (timeouts or Timeouts()).with_options(self.options),
+            headers,
+        )
 
-    @property
-    def dimension(self) -> int | None:  # type: ignore[override]
-        """Known from the collection's config or the first answer; never probed."""
-        return self._dimension
-
-    def _url(self) -> str:
-        return self.base_url + self.path
-
-    def _payload(self, texts: Sequence[str]) -> dict[str, Any]:
-        return {"model": self.model, "input": list(texts)}
-
-    def _vectors(self, body: Any, count: int) -> list[list[float]]:
+    def _request(self, texts: Sequence[str], interactive: bool) -> np.ndarray:
+        """One call for `texts` (the subclass's wire format)."""
         raise NotImplementedError
 
-    def _call(self, texts: Sequence[str]) -> np.ndarray:
-        url = self._url()
-        try:
-            response = self._client.post(url, json=self._payload(texts))
-        except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
-            raise EmbeddingOffline(
-                f"cannot reach the embedding service at {url} ({exc})",
-                "start the service or check its address; lexical search still works",
-            ) from None
-        except httpx.TimeoutException:
-            raise EmbedFailed(f"the embedding service at {url} timed out") from None
-        except httpx.HTTPError as exc:
-            raise EmbedFailed(f"request to the embedding service at {url} failed: {exc}") from None
-        if response.status_code != 200:
+    def _checked(self, matrix: np.ndarray) -> np.ndarray:
+        """Adopt the dimension of the first answer; refuse any other afterwards."""
+        if self.dimension is None:
+            self.dimension = int(matrix.shape[1])
+        elif matrix.shape[1] != self.dimension:
             raise EmbedFailed(
-                f"the embedding service at {url} answered {response.status_code}: "
-                f"{response.text[:200]}"
+                f"{WHAT} at {self.base_url} returned {matrix.shape[1]}-dimensional vectors "
+                f"for {self.model!r}, expected {self.dimension}",
+                "the collection was indexed with another model or service; "
+                "use that one, or `ragloom reembed` with this one",
             )
-        try:
-            vectors = self._vectors(response.json(), len(texts))
-            matrix = np.asarray(vectors, dtype=np.float32)
-        except (ValueError, TypeError, KeyError) as exc:
-            raise EmbedFailed(
-                f"malformed response from the embedding service at {url}: {exc}"
-            ) from None
-        if matrix.ndim != 2 or matrix.shape[0] != len(texts) or not np.isfinite(matrix).all():
-            raise EmbedFailed(f"malformed response from {url}: expected {len(texts)} vectors")
-        if self._dimension is not None and matrix.shape[1] != self._dimension:
-            raise EmbedFailed(
-                f"{url} returned {matrix.shape[1]}-dimensional vectors, expected {self._dimension}"
-            )
-        self._dimension = int(matrix.shape[1])
         return matrix
 
     def _embed_batch(self, texts: Sequence[str]) -> np.ndarray:
+        return self._checked(self._request(texts, interactive=False))
+
+    def embed_query(self, text: str) -> np.ndarray:
         try:
-            return self._call(texts)
-        except EmbeddingError:
-            time.sleep(self.retry_delay)
-            return self._call(texts)
+            matrix = self._checked(self._request([text], interactive=True))
+        except EmbeddingError as exc:
+            embedding_failed(exc)  # monitoring (ragloom.observe), as Embedder.embed does
+            raise
+        norm = float(np.linalg.norm(matrix[0]))
+        return matrix[0] / norm if norm else matrix[0]
 
     def config(self) -> dict[str, Any]:
-        return {
+        """What a collection stores to rebuild this embedder; never calls the service."""
+        config: dict[str, Any] = {
             "provider": self.provider,
             "model": self.model,
             "base_url": self.base_url,
             "dimension": self.dimension,
         }
+        if self.options:
+            config["options"] = self.options
+        return config
 
     def close(self) -> None:
-        self._client.close()
+        self.remote.close()
 
 
 class OpenAIEmbedder(HttpEmbedder):
@@ -122,22 +140,55 @@ class OpenAIEmbedder(HttpEmbedder):
         key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
         super().__init__(base, model, api_key=key, **kw)
 
-    def _vectors(self, body: Any, count: int) -> list[list[float]]:
-        data = body["data"]
-        if not isinstance(data, list) or len(data) != count:
-            raise ValueError(f"'data' must list {count} embeddings")
-        ordered = sorted(data, key=lambda item: item.get("index", 0))
-        return [item["embedding"] for item in ordered]
+    def _request(self, texts: Sequence[str], interactive: bool) -> np.ndarray:
+        def parse(body: Any) -> np.ndarray:
+            data = body["data"]
+            if not isinstance(data, list):
+                raise ValueError("'data' must be a list")
+            ordered = sorted(data, key=lambda item: item.get("index", 0))
+            return _matrix([item["embedding"] for item in ordered], len(texts))
+
+        payload = {"model": self.model, "input": list(texts)}
+        return self.remote.post_json(self.path, payload, parse, interactive)
 
 
 class OllamaEmbedder(HttpEmbedder):
-    """Ollama `POST {base}/api/embed` (`{"model", "input": [...]}` -> `{"embeddings"}`)."""
+    """Ollama: `POST /api/embed` (`{"model", "input": [...]}` -> `{"embeddings"}`), and on a
+    404 from it the pre-0.2 `POST /api/embeddings` (`{"model", "prompt"}` -> `{"embedding"}`,
+    one text per request). Which one works is remembered."""
 
     provider = "ollama"
     path = "/api/embed"
+    legacy_path = "/api/embeddings"
 
-    def _vectors(self, body: Any, count: int) -> list[list[float]]:
-        vectors = body["embeddings"]
-        if not isinstance(vectors, list) or len(vectors) != count:
-            raise ValueError(f"'embeddings' must list {count} vectors")
-        return vectors
+    def __init__(self, base_url: str, model: str, **kw: Any) -> None:
+        super().__init__(base_url, model, **kw)
+        self.legacy: bool | None = None  # None: not known yet
+
+    def _request(self, texts: Sequence[str], interactive: bool) -> np.ndarray:
+        if not self.legacy:
+            try:
+                matrix = self.remote.post_json(
+                    self.path,
+                    {"model": self.model, "input": list(texts)},
+                    lambda body: _matrix(body["embeddings"], len(texts)),
+                    interactive,
+                    final_statuses=(404,) if self.legacy is None else (),
+                )
+            except EmbedFailed as exc:
+                if self.legacy is not None or getattr(exc, "status", None) != 404:
+                    raise
+                self.legacy = True
+            else:
+                self.legacy = False
+                return matrix
+        rows = [
+            self.remote.post_json(
+                self.legacy_path,
+                {"model": self.model, "prompt": text},
+                lambda body: _matrix([body["embedding"]], 1)[0],
+                interactive,
+            )
+            for text in texts
+        ]
+        return np.vstack(rows)

@@ -7,20 +7,29 @@ from typing import Any
 
 from ragloom.embedding.base import Embedder
 from ragloom.errors import InputError
+from ragloom.remote import Timeouts, parse_service_spec
 
-SPEC_HELP = "use none, auto, local, openai:MODEL@BASE_URL or ollama:MODEL@BASE_URL"
+SPEC_HELP = (
+    "use none, auto, local, local:float32, openai:MODEL@BASE_URL or ollama:MODEL@BASE_URL "
+    "(options after ?, e.g. ?timeout=30&query_timeout=2)"
+)
 ENV_VAR = "RAGLOOM_EMBEDDER"
+LOCAL_SPECS = {"local": "int8", "local:int8": "int8", "local:float32": "float32"}
+PROVIDERS = ("openai", "ollama")
 
 
 def check_spec(spec: str) -> None:
     """Fail early, without loading anything, on a spec `resolve_embedder` would refuse."""
     spec = spec.strip()
-    if spec in ("auto", "none", "local"):
+    if spec in ("auto", "none") or spec in LOCAL_SPECS:
         return
-    provider, _, rest = spec.partition(":")
-    model, _, base_url = rest.partition("@")
-    if not (provider in ("openai", "ollama") and model and base_url):
-        raise InputError(f"unknown embedder {spec!r}", SPEC_HELP)
+    service = parse_service_spec(spec, PROVIDERS, SPEC_HELP)
+    from ragloom.embedding.http import TIMEOUT_OPTIONS
+
+    unknown = sorted(set(service.options) - set(TIMEOUT_OPTIONS))
+    if unknown:
+        raise InputError(f"unknown option {unknown[0]!r} in {spec!r}", SPEC_HELP)
+    Timeouts().with_options(service.options)  # the values are numbers of seconds
 
 
 def resolve_embedder(spec: str | Embedder | None = "auto") -> Embedder | None:
@@ -32,29 +41,39 @@ def resolve_embedder(spec: str | Embedder | None = "auto") -> Embedder | None:
     spec = spec.strip()
     if spec == "none":
         return None
-    if spec in ("auto", "local"):
+    if spec == "auto" or spec in LOCAL_SPECS:
         from ragloom.embedding.local import LocalEmbedder, local_model_available
 
         if spec == "auto" and not local_model_available():
             return None
-        return LocalEmbedder()
-    provider, _, rest = spec.partition(":")
-    model, _, base_url = rest.partition("@")
-    if provider in ("openai", "ollama") and model and base_url:
-        return embedder_from_config({"provider": provider, "model": model, "base_url": base_url})
-    raise InputError(f"unknown embedder {spec!r}", SPEC_HELP)
+        return LocalEmbedder(precision=LOCAL_SPECS.get(spec, "int8"))
+    service = parse_service_spec(spec, PROVIDERS, SPEC_HELP)
+    return embedder_from_config(
+        {
+            "provider": service.provider,
+            "model": service.model,
+            "base_url": service.base_url,
+            "options": service.options,
+        }
+    )
 
 
 def embedder_from_config(config: dict[str, Any]) -> Embedder:
-    """Rebuild the embedder a collection was indexed with (keys come from the environment)."""
+    """Rebuild the embedder a collection was indexed with (keys come from the environment);
+    nothing is loaded from or sent to a service here."""
     provider = config.get("provider")
     if provider == "local":
         from ragloom.embedding.local import LocalEmbedder
 
-        return LocalEmbedder()
-    if provider in ("openai", "ollama"):
+        return LocalEmbedder(precision=config.get("precision", "int8"))
+    if provider in PROVIDERS:
         from ragloom.embedding.http import OllamaEmbedder, OpenAIEmbedder
 
         cls = OpenAIEmbedder if provider == "openai" else OllamaEmbedder
-        return cls(config["base_url"], config["model"], dimension=config.get("dimension"))
+        return cls(
+            config["base_url"],
+            config["model"],
+            dimension=config.get("dimension"),
+            options=config.get("options"),
+        )
     raise InputError(f"cannot rebuild embedder {config!r}", "pass an Embedder to Index(...)")

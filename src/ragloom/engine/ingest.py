@@ -46,6 +46,7 @@ class IndexReport:
     pending: int = 0  # chunks stored without a vector (the embedding service failed)
     embedding_error: str | None = None  # why they are pending
     embedding_seconds: float = 0.0  # time spent computing vectors
+    embedded: int = 0  # passages embedded (vectors reused from the cache are not counted)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -57,6 +58,7 @@ class IndexReport:
             "pending": self.pending,
             "embedding_error": self.embedding_error,
             "embedding_seconds": round(self.embedding_seconds, 3),
+            "embedded": self.embedded,
         }
 
 
@@ -302,6 +304,7 @@ class Ingest:
                 report.embedding_seconds += time.perf_counter() - started
             if fresh is not None:
                 known.update(zip(todo, fresh))
+                report.embedded += len(todo)
         out: list[np.ndarray | None] = [known.get(h) for h in hashes]
         report.pending += sum(v is None for v in out)
         return out

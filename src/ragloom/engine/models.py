@@ -77,8 +77,10 @@ class Models:
                 )
             return None
         if explicit is not None:
-            known = getattr(explicit, "dimension", None)
             dimension = stored.get("dimension")
+            if explicit.name == stored.get("model"):  # a service's dimension: the stored one
+                explicit.adopt_dimension(dimension)
+            known = getattr(explicit, "dimension", None)
             if explicit.name != stored.get("model") or (known and dimension and known != dimension):
                 raise EmbeddingMismatch(
                     f"collection {name!r} holds vectors of model {stored.get('model')!r} "

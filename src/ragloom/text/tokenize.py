@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from dataclasses import asdict, dataclass
-from itertools import chain
+from itertools import chain, filterfalse
 
 import Stemmer
 
@@ -16,13 +16,47 @@ from ragloom.text.stopwords import stopwords_for
 _CACHE_LIMIT = 2_000_000
 # Words are runs of letters and digits; underscores and punctuation separate them.
 _WORD = re.compile(r"[^\W_]+")
-# The same split for ASCII text, faster: map every non-alphanumeric character to a space.
-_ASCII_SEPARATORS = str.maketrans({chr(c): " " for c in range(128) if not chr(c).isalnum()})
 # Identifier mode keeps case and underscores (camelCase and snake_case are split later).
 _IDENTIFIER = re.compile(r"\w+")
-_ASCII_IDENTIFIER_SEPARATORS = str.maketrans(
-    {chr(c): " " for c in range(128) if not (chr(c).isalnum() or chr(c) == "_")}
-)
+
+
+def _byte_table(keep: str, lower: bool) -> bytes:
+    """A bytes.translate table: ASCII letters and digits (and `keep`) stay, lowercased if
+    `lower`; other ASCII characters become spaces; bytes of non-ASCII characters (>= 128,
+    UTF-8 lead and continuation bytes) pass unchanged."""
+    table = bytearray(range(256))
+    for code in range(128):
+        char = chr(code)
+        if char.isalnum() or char in keep:
+            table[code] = ord(char.lower()) if lower else code
+        else:
+            table[code] = 32
+    return bytes(table)
+
+
+_WORD_BYTES = _byte_table("", lower=True)
+_IDENTIFIER_BYTES = _byte_table("_", lower=False)
+
+
+def _split(text: str, table: bytes, pattern: re.Pattern[str]) -> list[str]:
+    """`pattern.findall(text)` for text whose ASCII part `table` maps (see `_byte_table`),
+    faster: one C pass over the UTF-8 bytes turns ASCII separators into spaces, `split`
+    cuts at whitespace, and only pieces holding a non-ASCII separator go through the regex."""
+    if text.isascii():
+        return text.encode("ascii").translate(table).decode("ascii").split()
+    pieces = text.encode("utf-8", "surrogatepass").translate(table)
+    pieces = pieces.decode("utf-8", "surrogatepass").split()
+    if all(map(str.isalnum, pieces)):
+        return pieces
+    words: list[str] = []
+    for piece in pieces:
+        if piece.isalnum():
+            words.append(piece)
+        else:
+            words.extend(pattern.findall(piece))
+    return words
+
+
 _COMBINING = re.compile(r"[\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f]+")
 
 
@@ -85,25 +119,25 @@ class Tokenizer:
         With `split_identifiers` the words keep their case and underscores (identifiers).
         """
         if self.config.split_identifiers:
-            if text.isascii():
-                return text.translate(_ASCII_IDENTIFIER_SEPARATORS).split()
-            return _IDENTIFIER.findall(strip_accents(text) if self.config.fold else text)
+            if not text.isascii() and self.config.fold:
+                text = strip_accents(text)
+            return _split(text, _IDENTIFIER_BYTES, _IDENTIFIER)
         if text.isascii():
-            return text.lower().translate(_ASCII_SEPARATORS).split()
-        folded = fold_text(text) if self.config.fold else text.lower()
-        return _WORD.findall(folded)
+            return _split(text, _WORD_BYTES, _WORD)
+        return _split(fold_text(text) if self.config.fold else text.lower(), _WORD_BYTES, _WORD)
 
     def _learn(self, words: list[str]) -> None:
         """Extend the word -> term cache to cover `words` ("" marks a stop word)."""
         cache = self._term_of_word
-        new = set(words).difference(cache)
+        new = set(filterfalse(cache.__contains__, words))
         if len(cache) + len(new) > _CACHE_LIMIT:  # bound memory on endless vocabularies
             cache.clear()
             new = set(words)
         ordered = list(new)
         stemmed = self._stemmer.stemWords(ordered) if self._stemmer is not None else ordered
-        stop = self._stop
-        cache.update((w, "" if w in stop else t) for w, t in zip(ordered, stemmed))
+        cache.update(zip(ordered, stemmed))
+        for word in self._stop.intersection(new):
+            cache[word] = ""
 
     def _learn_identifiers(self, words: list[str]) -> None:
         """Extend the identifier -> terms cache: joined form and parts, stemmed, no stop words."""
@@ -122,17 +156,18 @@ class Tokenizer:
             cache[word] = tuple(kept)  # type: ignore[assignment]
 
     def terms(self, text: str) -> list[str]:
-        """Index terms for `text`, in order, duplicates kept (the hot path: C-level loops)."""
-        if self.config.split_identifiers:
-            words = self.words(text)
-            cached = list(map(self._term_of_word.get, words))
-            if None in cached:
-                self._learn_identifiers(words)
-                cached = list(map(self._term_of_word.__getitem__, words))
-            return list(chain.from_iterable(cached))  # type: ignore[arg-type]
+        """Index terms for `text`, in order, duplicates kept (the hot path: C-level loops;
+        a word not seen before raises KeyError once, and the cache learns the text's words)."""
         words = self.words(text)
-        terms = list(map(self._term_of_word.get, words))
-        if None in terms:
+        lookup = self._term_of_word.__getitem__
+        if self.config.split_identifiers:
+            try:
+                return list(chain.from_iterable(map(lookup, words)))  # type: ignore[arg-type]
+            except KeyError:
+                self._learn_identifiers(words)
+                return list(chain.from_iterable(map(lookup, words)))  # type: ignore[arg-type]
+        try:
+            return list(filter(None, map(lookup, words)))
+        except KeyError:
             self._learn(words)
-            terms = list(map(self._term_of_word.__getitem__, words))
-        return list(filter(None, terms))
+            return list(filter(None, map(lookup, words)))
