@@ -75,6 +75,13 @@ class StorageError(StoreError):
     code = "storage_error"
 
 
+class ReadOnlyStore(StoreError):
+    """A write reached only read-only database servers (replicas; the primary is down or
+    unreachable). Nothing was written; searches keep working."""
+
+    code = "read_only"
+
+
 class NotFound(RagloomError):
     """An unknown document or collection was named."""
 

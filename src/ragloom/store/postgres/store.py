@@ -1,0 +1,263 @@
+"""The PostgreSQL store: the same seam as the embedded store, with the database doing the
+work, so several ragloom processes on different machines share one index.
+
+Consistency rules, in one place:
+- A search reads inside one `REPEATABLE READ, READ ONLY` transaction (`snapshot()`): ranking,
+  statistics, chunk text, metadata and vectors all come from that one committed version.
+- A write is one transaction that first takes the schema's advisory write lock, so writers
+  of every process serialize (no lost updates, no deadlocks); nothing is visible before
+  COMMIT, and a failed write leaves the database as it was.
+- This process keeps no copy of the index: only small caches keyed by what they depend on.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import psycopg
+from psycopg import sql
+
+from ragloom.errors import StorageError, StoreError
+from ragloom.store.base import Store
+from ragloom.store.postgres import schema as schemas
+from ragloom.store.postgres.errors import from_psycopg
+from ragloom.store.postgres.snapshot import PostgresSnapshot
+from ragloom.store.postgres.url import Location, parse_location
+from ragloom.store.postgres.write import PostgresWrite
+from ragloom.store.records import CollectionInfo
+from ragloom.store.sqlite.write import text_hash
+
+CONNECT_TIMEOUT = 5  # seconds; the URL's connect_timeout wins
+
+
+class PostgresStore(Store):
+    """A ragloom index in a PostgreSQL database (schema `location.schema`)."""
+
+    def __init__(self, url: str, create: bool = True, read_only: bool = False) -> None:
+        self.where: Location = parse_location(url)
+        self.location = self.where.shown
+        self.schema = self.where.schema
+        self.read_only = read_only
+        self._local = threading.local()
+        self._conns: list[psycopg.Connection] = []
+        self._conns_lock = threading.Lock()
+        self._write_lock = threading.RLock()
+        self._writer: psycopg.Connection | None = None
+        self._closed = False
+        self.filter_values: dict[Any, list[tuple[str | None, ...]]] = {}
+        self.indexer: Any = None
+        if read_only:
+            self._check_reader()
+        else:
+            try:
+                conn = self._connect(self.where.write)
+                schemas.ensure_schema(conn, self.schema, create, self.location)
+                self._writer = conn
+            except psycopg.Error as exc:
+                raise from_psycopg(exc, self.location) from None
+        from ragloom.store.postgres.hnsw import HnswBuilder
+
+        self.indexer = HnswBuilder(self)
+
+    # -- connections ------------------------------------------------------------------
+    def _connect(self, conninfo: str, autocommit: bool = False) -> psycopg.Connection:
+        if self._closed:
+            raise StoreError(f"{self.location} is closed")
+        kwargs: dict[str, Any] = {"autocommit": autocommit}
+        if "connect_timeout" not in conninfo:
+            kwargs["connect_timeout"] = CONNECT_TIMEOUT
+        conn = psycopg.connect(conninfo, **kwargs)
+        from pgvector.psycopg import register_vector
+
+        if schemas.vector_schema(conn) is not None:
+            schemas.set_path(conn, self.schema)
+            register_vector(conn)
+        if not autocommit:
+            conn.commit()
+        with self._conns_lock:
+            self._conns.append(conn)
+        return conn
+
+    def _check_reader(self) -> None:
+        """A search-only open: the schema must exist and be one this version reads."""
+        try:
+            with self.snapshot() as snap:
+                version = schemas.stored_version(snap.conn, self.schema)
+        except psycopg.Error as exc:
+            raise from_psycopg(exc, self.location) from None
+        if version is None:
+            raise StoreError(f"{self.location} holds no ragloom index (schema {self.schema!r})")
+        schemas.check_version(version, self.location)
+
+    def reader(self) -> psycopg.Connection:
+        conn = getattr(self._local, "conn", None)
+        if conn is None or conn.closed or conn.broken:
+            conn = self._connect(self.where.read, autocommit=True)
+            self._local.conn = conn
+        return conn
+
+    def writer(self) -> psycopg.Connection:
+        if self.read_only:
+            raise StorageError(
+                f"{self.location} is open for search only", "open it without read_only to write"
+            )
+        conn = self._writer
+        if conn is None or conn.closed or conn.broken:
+            conn = self._writer = self._connect(self.where.write)
+        return conn
+
+    def close(self) -> None:
+        if self.indexer is not None:
+            self.indexer.stop()
+        with self._write_lock, self._conns_lock:
+            self._closed = True
+            for conn in self._conns:
+                with contextlib.suppress(Exception):
+                    conn.close()
+            self._conns.clear()
+            self._writer = None
+
+    # -- reading ----------------------------------------------------------------------
+    @contextlib.contextmanager
+    def snapshot(self) -> Iterator[PostgresSnapshot]:
+        """One REPEATABLE READ transaction; nested snapshots on a thread share it."""
+        current = getattr(self._local, "snapshot", None)
+        if current is not None:
+            yield current
+            return
+        try:
+            conn = self.reader()
+            conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            snap = PostgresSnapshot(self, conn)
+        except psycopg.Error as exc:
+            self._discard_reader()
+            raise from_psycopg(exc, self.location) from None
+        self._local.snapshot = snap
+        try:
+            yield snap
+        except psycopg.Error as exc:
+            self._discard_reader()
+            raise from_psycopg(exc, self.location) from None
+        finally:
+            self._local.snapshot = None
+            if not conn.closed and not conn.broken:
+                with contextlib.suppress(psycopg.Error):
+                    conn.execute("COMMIT")
+
+    def _discard_reader(self) -> None:
+        conn = getattr(self._local, "conn", None)
+        self._local.conn = None
+        if conn is not None:
+            with contextlib.suppress(Exception):
+                conn.close()
+
+    def collections(self) -> dict[str, CollectionInfo]:
+        with self.snapshot() as snap:
+            return snap.collections()
+
+    # -- writing ----------------------------------------------------------------------
+    @contextlib.contextmanager
+    def write(self) -> Iterator[PostgresWrite]:
+        with self._write_lock:
+            try:
+                conn = self.writer()
+                conn.execute(
+                    sql.SQL("SELECT pg_advisory_xact_lock({})").format(
+                        schemas.lock_key(self.schema)
+                    )
+                )
+                generation = int(
+                    conn.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()[0]
+                )
+            except psycopg.Error as exc:
+                self._rollback(conn if self._writer is not None else None)
+                raise from_psycopg(exc, self.location) from None
+            write = PostgresWrite(self, conn, generation + 1)
+            try:
+                yield write
+                write.finish()
+                conn.commit()
+            except psycopg.Error as exc:
+                self._rollback(conn)
+                raise from_psycopg(exc, self.location) from None
+            except BaseException:
+                self._rollback(conn)
+                raise
+        if write.grown:
+            self.indexer.nudge(write.grown)
+
+    def _rollback(self, conn: psycopg.Connection | None) -> None:
+        if conn is None:
+            return
+        try:
+            conn.rollback()
+        except psycopg.Error:
+            with contextlib.suppress(Exception):
+                conn.close()
+            self._writer = None
+
+    # -- helpers the engine uses ------------------------------------------------------
+    def pending(self, collection: CollectionInfo, limit: int) -> list[tuple[int, str | None, str]]:
+        with self.snapshot() as snap:
+            return snap.conn.execute(
+                "SELECT c.id, d.title, c.text FROM chunks c JOIN documents d ON d.id ="
+                " c.document_id WHERE c.collection_id = %s AND c.embedding IS NULL"
+                " ORDER BY c.id LIMIT %s",
+                (collection.id, limit),
+            ).fetchall()
+
+    def chunk_texts(self, collection: CollectionInfo) -> list[tuple[int, str | None, str]]:
+        with self.snapshot() as snap:
+            return snap.conn.execute(
+                "SELECT c.id, d.title, c.text FROM chunks c JOIN documents d ON d.id ="
+                " c.document_id WHERE c.collection_id = %s ORDER BY c.id",
+                (collection.id,),
+            ).fetchall()
+
+    def reusable_vectors(
+        self, collection: CollectionInfo, model: str, doc_ids, hashes
+    ) -> dict[bytes, np.ndarray]:
+        wanted = set(hashes)
+        found: dict[bytes, np.ndarray] = {}
+        if not wanted:
+            return found
+        with self.snapshot() as snap:
+            conn = snap.conn
+            if doc_ids:
+                rows = conn.cursor(binary=True).execute(
+                    "SELECT d.title, c.text, c.embedding FROM chunks c JOIN documents d"
+                    " ON d.id = c.document_id WHERE d.collection_id = %s AND d.doc_id = ANY(%s)"
+                    " AND c.embedding IS NOT NULL",
+                    (collection.id, list(doc_ids)),
+                )
+                for title, text, vector in rows:
+                    h = text_hash(title, text)
+                    if h in wanted:
+                        found[h] = np.asarray(vector, np.float32)
+            rest = [h for h in wanted if h not in found]
+            if rest:
+                cached = conn.cursor(binary=True).execute(
+                    "SELECT text_hash, vector FROM vector_cache WHERE model = %s"
+                    " AND text_hash = ANY(%s)",
+                    (model, rest),
+                )
+                found.update((bytes(h), np.asarray(v, np.float32)) for h, v in cached)
+        return found
+
+    def check(self) -> list[str]:
+        from ragloom.store.postgres.check import check_store
+
+        return check_store(self)
+
+    def maintain(self, wait: bool = True) -> None:
+        """Build the HNSW indexes that collections past the threshold still lack."""
+        self.indexer.run_now()
+
+
+def open_postgres(url: str, create: bool = True, read_only: bool = False) -> PostgresStore:
+    """`open_store`'s entry point for postgresql:// and postgres:// URLs."""
+    return PostgresStore(url, create=create, read_only=read_only)
