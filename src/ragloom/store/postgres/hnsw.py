@@ -17,6 +17,8 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
+from ragloom.store.postgres.schema import set_path
+
 NEGATIVE_TTL = 5.0  # seconds a "no index yet" answer is trusted
 
 
@@ -83,7 +85,7 @@ class HnswBuilder:
         name = index_name(collection_id, dimension)
         conn = psycopg.connect(self.store.where.write, autocommit=True)
         try:
-            conn.execute(sql.SQL("SET search_path TO {}").format(sql.Identifier(self.store.schema)))
+            set_path(conn, self.store.schema)
             found = conn.execute(
                 "SELECT i.indisvalid FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid"
                 " JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = %s"
@@ -96,10 +98,12 @@ class HnswBuilder:
             conn.execute(
                 sql.SQL(
                     "CREATE INDEX CONCURRENTLY IF NOT EXISTS {name} ON chunks USING hnsw"
-                    " ((embedding::vector({d})) vector_ip_ops)"
+                    " ((embedding::vector({d})) vector_ip_ops) WITH (m = 16, ef_construction = 128)"
                     " WHERE collection_id = {c} AND embedding IS NOT NULL"
                 ).format(
-                    name=sql.Identifier(name), d=sql.Literal(dimension), c=sql.Literal(collection_id)
+                    name=sql.Identifier(name),
+                    d=sql.Literal(dimension),
+                    c=sql.Literal(collection_id),
                 )
             )
             self._known[(collection_id, dimension)] = 0.0

@@ -144,7 +144,7 @@ def _approximate(
 ) -> list:
     """Through the collection's HNSW index (a partial expression index, hence the literals)."""
     conn = reader.conn
-    conn.execute(sql.SQL("SET LOCAL hnsw.ef_search = {}").format(sql.Literal(max(40, 2 * k))))
+    conn.execute(sql.SQL("SET LOCAL hnsw.ef_search = {}").format(sql.Literal(max(100, 4 * k))))
     if filtered:
         conn.execute("SET LOCAL hnsw.iterative_scan = strict_order")
     cast = sql.SQL("embedding::vector({})").format(sql.Literal(dimension))

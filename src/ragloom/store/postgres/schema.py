@@ -143,8 +143,7 @@ def ensure_schema(conn: psycopg.Connection, schema: str, create: bool, where: st
 def check_version(version: int | None, where: str) -> None:
     if version is not None and version > SCHEMA_VERSION:
         raise StoreError(
-            f"{where} uses a newer ragloom schema ({version}; this version knows "
-            f"{SCHEMA_VERSION})",
+            f"{where} uses a newer ragloom schema ({version}; this version knows {SCHEMA_VERSION})",
             "upgrade ragloom",
         )
 

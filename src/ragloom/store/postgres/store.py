@@ -24,6 +24,7 @@ from psycopg import sql
 from ragloom.errors import StorageError, StoreError
 from ragloom.store.base import Store
 from ragloom.store.postgres import schema as schemas
+from ragloom.store.postgres import vectors
 from ragloom.store.postgres.errors import from_psycopg
 from ragloom.store.postgres.snapshot import PostgresSnapshot
 from ragloom.store.postgres.url import Location, parse_location
@@ -50,12 +51,15 @@ class PostgresStore(Store):
         self._closed = False
         self.filter_values: dict[Any, list[tuple[str | None, ...]]] = {}
         self.indexer: Any = None
+        self._vector_info: Any = None
         if read_only:
             self._check_reader()
         else:
             try:
                 conn = self._connect(self.where.write)
                 schemas.ensure_schema(conn, self.schema, create, self.location)
+                self._prepare(conn)
+                conn.commit()
                 self._writer = conn
             except psycopg.Error as exc:
                 raise from_psycopg(exc, self.location) from None
@@ -71,22 +75,23 @@ class PostgresStore(Store):
         if "connect_timeout" not in conninfo:
             kwargs["connect_timeout"] = CONNECT_TIMEOUT
         conn = psycopg.connect(conninfo, **kwargs)
-        from pgvector.psycopg import register_vector
-
-        if schemas.vector_schema(conn) is not None:
-            schemas.set_path(conn, self.schema)
-            register_vector(conn)
+        self._prepare(conn)
         if not autocommit:
             conn.commit()
         with self._conns_lock:
             self._conns.append(conn)
         return conn
 
+    def _prepare(self, conn: psycopg.Connection) -> None:
+        """Names resolve to ragloom's schema; vectors load as numpy arrays."""
+        if schemas.vector_schema(conn) is not None:
+            schemas.set_path(conn, self.schema)
+            self._vector_info = vectors.register(conn, self._vector_info)
+
     def _check_reader(self) -> None:
         """A search-only open: the schema must exist and be one this version reads."""
         try:
-            with self.snapshot() as snap:
-                version = schemas.stored_version(snap.conn, self.schema)
+            version = schemas.stored_version(self.reader(), self.schema)
         except psycopg.Error as exc:
             raise from_psycopg(exc, self.location) from None
         if version is None:
@@ -247,6 +252,11 @@ class PostgresStore(Store):
                 )
                 found.update((bytes(h), np.asarray(v, np.float32)) for h, v in cached)
         return found
+
+    def export(self, collection: str, batch: int = 200):
+        from ragloom.store.postgres.export import export_collection
+
+        return export_collection(self, collection, batch)
 
     def check(self) -> list[str]:
         from ragloom.store.postgres.check import check_store

@@ -19,6 +19,7 @@ import psycopg
 from ragloom.errors import InputError
 from ragloom.store.base import Write
 from ragloom.store.postgres.hnsw import index_name
+from ragloom.store.postgres.vectors import vector_text
 from ragloom.store.records import CollectionInfo, NewDocument, WriteOutcome
 from ragloom.store.sqlite.views import dimension_of, epoch_of
 from ragloom.store.sqlite.write import VECTOR_CACHE_LIMIT, document_gaps, text_hash
@@ -274,7 +275,7 @@ class PostgresWrite(Write):
                                 length,
                                 list(counts),
                                 list(counts.values()),
-                                None if c.vector is None else _vector_text(c.vector),
+                                None if c.vector is None else vector_text(c.vector),
                             )
                         )
             with cur.copy(
@@ -316,7 +317,7 @@ class PostgresWrite(Write):
         alive = self.conn.execute(
             "UPDATE chunks c SET embedding = u.v::vector FROM unnest(%s::bigint[], %s::text[])"
             " AS u(id, v) WHERE c.id = u.id AND c.collection_id = %s",
-            (ids, [_vector_text(v) for v in vectors], collection.id),
+            (ids, [vector_text(v) for v in vectors], collection.id),
         ).rowcount
         self._count(collection, 0, 0, filled)
         self._grown(collection, dimension)
@@ -342,15 +343,8 @@ class PostgresWrite(Write):
         """Record the new generation (called just before COMMIT)."""
         if not self.touched:
             return
-        self.conn.execute(
-            "UPDATE meta SET value = %s WHERE key = 'generation'", (self.generation,)
-        )
+        self.conn.execute("UPDATE meta SET value = %s WHERE key = 'generation'", (self.generation,))
         self.conn.execute(
             "UPDATE collections SET changed = %s WHERE id = ANY(%s)",
             (self.generation, sorted(self.touched)),
         )
-
-
-def _vector_text(vector: np.ndarray) -> str:
-    """pgvector's text form; float32 values written with enough digits to round-trip."""
-    return "[" + ",".join(repr(float(x)) for x in np.asarray(vector, np.float32)) + "]"
