@@ -39,7 +39,8 @@ def check_store(store: Any) -> list[str]:
             bad_df = conn.execute(
                 "SELECT count(*) FROM (SELECT t.term, count(*) AS df FROM chunks c,"
                 " unnest(c.terms) AS t(term) WHERE c.collection_id = %(c)s GROUP BY t.term) want"
-                " FULL JOIN (SELECT term, df FROM term_stats WHERE collection_id = %(c)s) have"
+                " FULL JOIN (SELECT term, df FROM term_stats"
+                " WHERE collection_id = %(c)s AND df > 0) have"
                 " ON have.term = want.term AND have.df = want.df"
                 " WHERE have.term IS NULL OR want.term IS NULL",
                 {"c": row.id},

@@ -39,11 +39,11 @@ class CollectionRow:
         return parse_config(self.config_json)
 
 
-def read_collections(conn: psycopg.Connection) -> dict[str, CollectionRow]:
-    rows = conn.execute(
-        "SELECT id, name, config, chunks, total_length, vectors, changed FROM collections"
-    ).fetchall()
-    return {r[1]: CollectionRow(*r) for r in rows}
+BEGIN = (
+    "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY;"
+    " SELECT m.value, c.id, c.name, c.config, c.chunks, c.total_length, c.vectors, c.changed"
+    " FROM meta m LEFT JOIN collections c ON true WHERE m.key = 'generation'"
+)
 
 
 class PostgresCollection(CollectionReader):
@@ -112,7 +112,7 @@ class PostgresCollection(CollectionReader):
         row = self.row
         documents, terms = self.conn.execute(
             "SELECT (SELECT count(*) FROM documents WHERE collection_id = %(c)s),"
-            " (SELECT count(*) FROM term_stats WHERE collection_id = %(c)s)",
+            " (SELECT count(*) FROM term_stats WHERE collection_id = %(c)s AND df > 0)",
             {"c": row.id},
         ).fetchone()
         embedded = bool(row.config.get("embedding"))
@@ -144,14 +144,25 @@ class PostgresCollection(CollectionReader):
 class PostgresSnapshot(Snapshot):
     """An open REPEATABLE READ transaction on a reader connection."""
 
-    def __init__(self, store: Any, conn: psycopg.Connection) -> None:
+    def __init__(
+        self, store: Any, conn: psycopg.Connection, generation: int, rows: dict[str, CollectionRow]
+    ) -> None:
         self.store = store
         self.conn = conn
-        self.generation = int(
-            conn.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()[0]
-        )
-        self.rows = read_collections(conn)
+        self.generation = generation
+        self.rows = rows
         self._readers: dict[str, PostgresCollection] = {}
+
+    @classmethod
+    def begin(cls, store: Any, conn: psycopg.Connection) -> PostgresSnapshot:
+        """Open the transaction and read the generation and collections: one round trip."""
+        cursor = conn.execute(BEGIN)
+        cursor.nextset()  # past BEGIN's result to the SELECT's
+        records = cursor.fetchall()
+        if not records:
+            raise psycopg.errors.UndefinedTable("meta is empty")
+        rows = {r[2]: CollectionRow(*r[1:]) for r in records if r[1] is not None}
+        return cls(store, conn, int(records[0][0]), rows)
 
     def collections(self) -> dict[str, CollectionInfo]:
         return {n: CollectionInfo(r.id, r.name, r.config) for n, r in self.rows.items()}

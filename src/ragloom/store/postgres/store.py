@@ -19,7 +19,6 @@ from typing import Any
 
 import numpy as np
 import psycopg
-from psycopg import sql
 
 from ragloom.errors import StorageError, StoreError
 from ragloom.store.base import Store
@@ -136,8 +135,7 @@ class PostgresStore(Store):
             return
         try:
             conn = self.reader()
-            conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
-            snap = PostgresSnapshot(self, conn)
+            snap = PostgresSnapshot.begin(self, conn)
         except psycopg.Error as exc:
             self._discard_reader()
             raise from_psycopg(exc, self.location) from None
@@ -170,18 +168,16 @@ class PostgresStore(Store):
         with self._write_lock:
             try:
                 conn = self.writer()
-                conn.execute(
-                    sql.SQL("SELECT pg_advisory_xact_lock({})").format(
-                        schemas.lock_key(self.schema)
-                    )
-                )
+                # the row lock on the generation serializes writers of every process
                 generation = int(
-                    conn.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()[0]
+                    conn.execute(
+                        "UPDATE meta SET value = value + 1 WHERE key = 'generation' RETURNING value"
+                    ).fetchone()[0]
                 )
             except psycopg.Error as exc:
                 self._rollback(conn if self._writer is not None else None)
                 raise from_psycopg(exc, self.location) from None
-            write = PostgresWrite(self, conn, generation + 1)
+            write = PostgresWrite(self, conn, generation)
             try:
                 yield write
                 write.finish()

@@ -38,6 +38,8 @@ class PostgresWrite(Write):
         self.generation = generation
         self.touched: set[int] = set()
         self.grown: dict[int, tuple[int, int]] = {}  # collection -> (vectors, dimension)
+        self._configs: dict[int, dict[str, Any]] = {}
+        self._deltas: dict[int, list[int]] = {}  # collection -> [chunks, length, vectors]
 
     # -- collections ------------------------------------------------------------------
     def ensure_collection(self, name: str, config: dict[str, Any]) -> CollectionInfo:
@@ -57,13 +59,17 @@ class PostgresWrite(Write):
         self.conn.execute(
             "UPDATE collections SET config = %s WHERE id = %s", (_json(config), collection.id)
         )
+        self._configs[collection.id] = config
         self.touched.add(collection.id)
 
     def _config(self, collection: CollectionInfo) -> dict[str, Any]:
-        row = self.conn.execute(
-            "SELECT config FROM collections WHERE id = %s", (collection.id,)
-        ).fetchone()
-        return json.loads(row[0])
+        config = self._configs.get(collection.id)
+        if config is None:
+            row = self.conn.execute(
+                "SELECT config FROM collections WHERE id = %s", (collection.id,)
+            ).fetchone()
+            config = self._configs[collection.id] = json.loads(row[0])
+        return config
 
     def content_hashes(self, collection: CollectionInfo, doc_ids: Sequence[str]) -> dict[str, str]:
         return dict(
@@ -76,59 +82,39 @@ class PostgresWrite(Write):
 
     # -- removing ---------------------------------------------------------------------
     def _remove(self, collection: CollectionInfo, document_ids: Sequence[int]) -> int:
-        """Delete documents (row ids) with their chunks, postings and statistics."""
+        """Delete documents (row ids) with their chunks, postings and statistics, in one
+        statement (document frequencies that reach 0 stay as 0 and are ignored)."""
         if not document_ids:
             return 0
-        conn = self.conn
-        self._cache_vectors(collection, document_ids)
-        gone = conn.execute(
-            "SELECT count(*), coalesce(sum(length), 0), count(embedding) FROM chunks"
-            " WHERE document_id = ANY(%s)",
-            (list(document_ids),),
+        if (self._config(collection).get("embedding") or {}).get("model"):
+            self._cache_vectors(collection, document_ids)
+        gone = self.conn.execute(
+            "WITH gone AS (SELECT id, length, embedding IS NOT NULL AS has, terms FROM chunks"
+            "  WHERE document_id = ANY(%(docs)s)),"
+            " gt AS (SELECT g.id, t.term FROM gone g, unnest(g.terms) AS t(term)),"
+            " dp AS (DELETE FROM postings p USING gt WHERE p.collection_id = %(c)s"
+            "  AND p.term = gt.term AND p.chunk_id = gt.id),"
+            " us AS (UPDATE term_stats s SET df = s.df - n.n FROM (SELECT term, count(*) AS n"
+            "  FROM gt GROUP BY term) n WHERE s.collection_id = %(c)s AND s.term = n.term),"
+            " dd AS (DELETE FROM documents WHERE id = ANY(%(docs)s))"
+            " SELECT count(*), coalesce(sum(length), 0), count(*) FILTER (WHERE has) FROM gone",
+            {"docs": list(document_ids), "c": collection.id},
         ).fetchone()
-        conn.execute(
-            "CREATE TEMP TABLE IF NOT EXISTS gone_terms (chunk_id bigint, term text)"
-            " ON COMMIT DELETE ROWS"
-        )
-        conn.execute(
-            "INSERT INTO gone_terms SELECT c.id, t.term FROM chunks c, unnest(c.terms) AS t(term)"
-            " WHERE c.document_id = ANY(%s)",
-            (list(document_ids),),
-        )
-        conn.execute(
-            "DELETE FROM postings p USING gone_terms g WHERE p.collection_id = %s"
-            " AND p.term = g.term AND p.chunk_id = g.chunk_id",
-            (collection.id,),
-        )
-        conn.execute(
-            "UPDATE term_stats s SET df = s.df - g.n FROM (SELECT term, count(*) AS n"
-            " FROM gone_terms GROUP BY term) g WHERE s.collection_id = %s AND s.term = g.term",
-            (collection.id,),
-        )
-        conn.execute(
-            "DELETE FROM term_stats s USING (SELECT DISTINCT term FROM gone_terms) g"
-            " WHERE s.collection_id = %s AND s.term = g.term AND s.df <= 0",
-            (collection.id,),
-        )
-        conn.execute("DELETE FROM gone_terms")
-        conn.execute("DELETE FROM documents WHERE id = ANY(%s)", (list(document_ids),))
         chunks, length, vectors = (int(x) for x in gone)
         self._count(collection, -chunks, -length, -vectors)
         return chunks
 
     def _count(self, collection: CollectionInfo, chunks: int, length: int, vectors: int) -> None:
-        self.conn.execute(
-            "UPDATE collections SET chunks = chunks + %s, total_length = total_length + %s,"
-            " vectors = vectors + %s WHERE id = %s",
-            (chunks, length, vectors, collection.id),
-        )
+        """Counter changes, applied once at `finish`."""
+        delta = self._deltas.setdefault(collection.id, [0, 0, 0])
+        delta[0] += chunks
+        delta[1] += length
+        delta[2] += vectors
         self.touched.add(collection.id)
 
     def _cache_vectors(self, collection: CollectionInfo, document_ids: Sequence[int]) -> None:
         """Keep the vectors of chunks about to be deleted, so re-adding their text is free."""
         model = (self._config(collection).get("embedding") or {}).get("model")
-        if not model:
-            return
         rows = (
             self.conn.cursor(binary=True)
             .execute(
@@ -192,36 +178,21 @@ class PostgresWrite(Write):
         rows = self._insert(collection, documents)
         length = sum(len(c.terms) for c in chunks)
         self._count(collection, len(rows), length, len(known))
-        if known:
-            self._grown(collection, dimension)
         outcome.documents = len(documents)
         outcome.chunks = len(rows)
         outcome.rows = rows
         outcome.pending = len(chunks) - len(known) if dimension is not None else 0
         return outcome
 
-    def _grown(self, collection: CollectionInfo, dimension: int | None) -> None:
-        vectors = self.conn.execute(
-            "SELECT vectors FROM collections WHERE id = %s", (collection.id,)
-        ).fetchone()[0]
-        self.grown[collection.id] = (int(vectors), int(dimension or 0))
-
     def _insert(self, collection: CollectionInfo, documents: Sequence[NewDocument]) -> list[int]:
         """COPY the documents, chunks and postings in; returns the chunk row ids."""
         conn = self.conn
         n_chunks = sum(len(d.chunks) for d in documents)
-        doc_ids = [
-            r[0]
-            for r in conn.execute(
-                "SELECT nextval('documents_id_seq') FROM generate_series(1, %s)", (len(documents),)
-            )
-        ]
-        chunk_ids = [
-            r[0]
-            for r in conn.execute(
-                "SELECT nextval('chunks_id_seq') FROM generate_series(1, %s)", (n_chunks,)
-            )
-        ]
+        doc_ids, chunk_ids = conn.execute(
+            "SELECT array(SELECT nextval('documents_id_seq') FROM generate_series(1, %s)),"
+            " array(SELECT nextval('chunks_id_seq') FROM generate_series(1, %s))",
+            (len(documents), n_chunks),
+        ).fetchone()
         now = time.time()
         df: Counter[str] = Counter()
         with conn.cursor() as cur:
@@ -320,7 +291,6 @@ class PostgresWrite(Write):
             (ids, [vector_text(v) for v in vectors], collection.id),
         ).rowcount
         self._count(collection, 0, 0, filled)
-        self._grown(collection, dimension)
         return alive
 
     def reset_vectors(self, collection: CollectionInfo, config: dict[str, Any]) -> None:
@@ -336,15 +306,19 @@ class PostgresWrite(Write):
             (collection.id,),
         )
         self.conn.execute("UPDATE collections SET vectors = 0 WHERE id = %s", (collection.id,))
+        self._deltas.get(collection.id, [0, 0, 0])[2] = 0
         self.set_config(collection, {**config, "embedding": embedding})
 
     # -- commit -----------------------------------------------------------------------
     def finish(self) -> None:
-        """Record the new generation (called just before COMMIT)."""
-        if not self.touched:
-            return
-        self.conn.execute("UPDATE meta SET value = %s WHERE key = 'generation'", (self.generation,))
-        self.conn.execute(
-            "UPDATE collections SET changed = %s WHERE id = ANY(%s)",
-            (self.generation, sorted(self.touched)),
-        )
+        """Apply the counters and record the new generation (just before COMMIT)."""
+        for collection_id in sorted(self.touched):
+            chunks, length, vectors = self._deltas.get(collection_id, (0, 0, 0))
+            row = self.conn.execute(
+                "UPDATE collections SET chunks = chunks + %s, total_length = total_length + %s,"
+                " vectors = vectors + %s, changed = %s WHERE id = %s RETURNING vectors, config",
+                (chunks, length, vectors, self.generation, collection_id),
+            ).fetchone()
+            if row is not None and vectors > 0:
+                dimension = dimension_of(json.loads(row[1])) or 0
+                self.grown[collection_id] = (int(row[0]), dimension)
