@@ -229,3 +229,23 @@ def start_primary(folder: Path | str, settings: dict[str, str] | None = None) ->
 
 def remove(folder: Path | str) -> None:
     shutil.rmtree(folder, ignore_errors=True)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """`python -m ragloom.store.postgres.local FOLDER [--standbys N] [--delay MS]`: start a
+    throwaway primary (and standbys) and print the URL to give `--store`."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description=main.__doc__)
+    parser.add_argument("folder")
+    parser.add_argument("--standbys", type=int, default=0)
+    parser.add_argument("--delay", type=int, default=0, help="standbys' apply delay (ms)")
+    args = parser.parse_args(argv)
+    cluster = start_primary(args.folder)
+    for _ in range(args.standbys):
+        cluster.add_standby(args.delay)
+    print(cluster.url())
+
+
+if __name__ == "__main__":
+    main()
