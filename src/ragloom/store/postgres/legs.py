@@ -47,8 +47,7 @@ def lexical(
         return _NONE
     counts = Counter(terms)
     found = reader.conn.execute(
-        "SELECT term, df FROM term_stats WHERE collection_id = %s AND term = ANY(%s)"
-        " AND df > 0",
+        "SELECT term, df FROM term_stats WHERE collection_id = %s AND term = ANY(%s) AND df > 0",
         (row.id, list(counts)),
     ).fetchall()
     if not found:
