@@ -43,11 +43,13 @@ def pg_server(tmp_path_factory):
     if url:
         yield url
         return
-    from ragloom.store.postgres.local import start_primary
+    from ragloom.store.postgres.local import remove, scratch_folder, start_primary
 
-    cluster = start_primary(tmp_path_factory.mktemp("postgres"))
+    folder = scratch_folder()
+    cluster = start_primary(folder)
     yield cluster.primary.url()
     cluster.stop()
+    remove(folder)
 
 
 def _with_schema(url: str, schema: str) -> str:

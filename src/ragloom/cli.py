@@ -462,6 +462,19 @@ def stats(ctx: click.Context, as_json: bool, list_documents: bool) -> None:
             str(c["avg_chunk_terms"]),
         )
     out.print(table)
+    if "replicas" in data:
+        servers = Table(title="database servers")
+        for column in ("host", "role", "replay lag (bytes)", "last replay (s ago)", "note"):
+            servers.add_column(column)
+        for server in data["replicas"]:
+            servers.add_row(
+                server["host"],
+                server.get("role", "-"),
+                str(server.get("lag_bytes", "-")),
+                str(server.get("last_replay_seconds_ago", "-")),
+                "" if server["reachable"] else escape(server.get("error", "unreachable")),
+            )
+        out.print(servers)
     for d in docs:
         out.print(f"{d.collection}  {d.doc_id}  ({d.chunks} chunks)  {d.source or ''}")
 

@@ -82,6 +82,13 @@ class ReadOnlyStore(StoreError):
     code = "read_only"
 
 
+class ReadInterrupted(StoreError):
+    """A read lost its database connection midway (a replica went away); running it again
+    reads from another server. Readers retry it once by themselves."""
+
+    code = "store_unavailable"
+
+
 class NotFound(RagloomError):
     """An unknown document or collection was named."""
 

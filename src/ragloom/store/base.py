@@ -200,6 +200,11 @@ class Store(ABC):
         """Every document of a collection with its chunks (index terms, metadata, vectors),
         in batches read from one snapshot: what `ragloom migrate` copies to another store."""
 
+    def replication(self) -> list[dict[str, Any]] | None:
+        """Each server of a replicated store with its role and replay lag; None when the
+        store is not replicated."""
+        return None
+
     def maintain(self, wait: bool = True) -> None:  # noqa: B027 (optional hook)
         """Run pending background work (flushes, merges) now; a no-op where there is none."""
 

@@ -30,7 +30,8 @@ def from_psycopg(exc: psycopg.Error, where: str) -> StoreError:
     if isinstance(exc, pg.IoError | pg.DataCorrupted | pg.IndexCorrupted):
         return StorageError(f"the database server at {where} failed ({text})")
     if isinstance(exc, psycopg.OperationalError | psycopg.InterfaceError):
-        if "read-write" in text or "read only" in text or "read-only" in text:
+        whole = str(exc).lower()
+        if "read-write" in whole or "read only" in whole or "read-only" in whole:
             return ReadOnlyStore(
                 f"{where}: no primary is reachable, writes are not possible ({text})",
                 "searches still work; writes resume when the primary is back",

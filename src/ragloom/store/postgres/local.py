@@ -227,6 +227,14 @@ def start_primary(folder: Path | str, settings: dict[str, str] | None = None) ->
     return LocalCluster(folder, server)
 
 
+def scratch_folder() -> Path:
+    """A fresh folder for throwaway servers, outside test runners' private temp folders
+    (pytest resets its base folder to 0700, which would lock the system user out)."""
+    import tempfile
+
+    return Path(tempfile.mkdtemp(prefix="ragloom-pg-"))
+
+
 def remove(folder: Path | str) -> None:
     shutil.rmtree(folder, ignore_errors=True)
 

@@ -40,7 +40,7 @@ class CollectionRow:
 
 
 BEGIN = (
-    "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY;"
+    "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; {path}"
     " SELECT m.value, c.id, c.name, c.config, c.chunks, c.total_length, c.vectors, c.changed"
     " FROM meta m LEFT JOIN collections c ON true WHERE m.key = 'generation'"
 )
@@ -156,8 +156,11 @@ class PostgresSnapshot(Snapshot):
     @classmethod
     def begin(cls, store: Any, conn: psycopg.Connection) -> PostgresSnapshot:
         """Open the transaction and read the generation and collections: one round trip."""
-        cursor = conn.execute(BEGIN)
-        cursor.nextset()  # past BEGIN's result to the SELECT's
+        # the search path is set again in every snapshot: a server caches a path naming a
+        # schema that did not exist yet (a replica that connected before it replayed it)
+        cursor = conn.execute(BEGIN.format(path=store.path_sql))
+        cursor.nextset()  # past BEGIN's result
+        cursor.nextset()  # and SET's, to the SELECT's
         records = cursor.fetchall()
         if not records:
             raise psycopg.errors.UndefinedTable("meta is empty")

@@ -20,10 +20,10 @@ from typing import Any
 import numpy as np
 import psycopg
 
-from ragloom.errors import StorageError, StoreError
+from ragloom.errors import ReadInterrupted, StorageError, StoreError
 from ragloom.store.base import Store
+from ragloom.store.postgres import replicas, vectors
 from ragloom.store.postgres import schema as schemas
-from ragloom.store.postgres import vectors
 from ragloom.store.postgres.errors import from_psycopg
 from ragloom.store.postgres.snapshot import PostgresSnapshot
 from ragloom.store.postgres.url import Location, parse_location
@@ -51,17 +51,19 @@ class PostgresStore(Store):
         self.filter_values: dict[Any, list[tuple[str | None, ...]]] = {}
         self.indexer: Any = None
         self._vector_info: Any = None
+        self.path_sql = f'SET LOCAL search_path TO "{self.schema}", public;'
+        self.mark = replicas.WriteMark()  # this process's newest commit (read-your-writes)
+        self._create = create
+        self._schema_ready = False
         if read_only:
             self._check_reader()
         else:
             try:
-                conn = self._connect(self.where.write)
-                schemas.ensure_schema(conn, self.schema, create, self.location)
-                self._prepare(conn)
-                conn.commit()
-                self._writer = conn
-            except psycopg.Error as exc:
-                raise from_psycopg(exc, self.location) from None
+                self._writer = self._open_writer()
+            except StoreError:
+                if self.where.hosts < 2:
+                    raise
+                self._check_reader()  # the primary is down: searches go on from replicas
         from ragloom.store.postgres.hnsw import HnswBuilder
 
         self.indexer = HnswBuilder(self)
@@ -81,10 +83,27 @@ class PostgresStore(Store):
             self._conns.append(conn)
         return conn
 
+    def _open_writer(self) -> psycopg.Connection:
+        """A connection to the primary; the schema is created or migrated on the first."""
+        try:
+            conn = self._connect(self.where.write)
+            if not self._schema_ready:
+                schemas.ensure_schema(conn, self.schema, self._create, self.location)
+                self._prepare(conn)
+                conn.commit()
+                if self.where.hosts > 1:  # our searches wait for the schema on replicas too
+                    self.mark.advance(replicas.current_lsn(conn))
+                self._schema_ready = True
+            return conn
+        except psycopg.Error as exc:
+            raise from_psycopg(exc, self.location) from None
+
     def _prepare(self, conn: psycopg.Connection) -> None:
         """Names resolve to ragloom's schema; vectors load as numpy arrays."""
-        if schemas.vector_schema(conn) is not None:
+        extension = schemas.vector_schema(conn)
+        if extension is not None:
             schemas.set_path(conn, self.schema)
+            self.path_sql = f'SET LOCAL search_path TO "{self.schema}", "{extension}";'
             self._vector_info = vectors.register(conn, self._vector_info)
 
     def _check_reader(self) -> None:
@@ -98,11 +117,36 @@ class PostgresStore(Store):
         schemas.check_version(version, self.location)
 
     def reader(self) -> psycopg.Connection:
+        """This thread's search connection (a replica when the URL names some)."""
         conn = getattr(self._local, "conn", None)
         if conn is None or conn.closed or conn.broken:
             conn = self._connect(self.where.read, autocommit=True)
             self._local.conn = conn
+            self._local.standby = self.where.hosts > 1 and replicas.is_standby(conn)
+            self._local.verified = 0  # the newest own write seen replayed there
         return conn
+
+    def _primary_reader(self) -> psycopg.Connection:
+        """This thread's search connection to the primary (when a replica lags our writes)."""
+        conn = getattr(self._local, "primary", None)
+        if conn is None or conn.closed or conn.broken:
+            conn = self._connect(self.where.write, autocommit=True)
+            self._local.primary = conn
+        return conn
+
+    def _search_connection(self) -> psycopg.Connection:
+        """A connection whose data is at least as new as this process's last write."""
+        conn = self.reader()
+        wanted, text = self.mark.position
+        if not wanted or not self._local.standby or self._local.verified >= wanted:
+            return conn
+        if replicas.caught_up(conn, wanted, text or "", self.where.replica_wait):
+            self._local.verified = wanted
+            return conn
+        try:
+            return self._primary_reader()
+        except psycopg.Error:  # the primary is down: the replica is all there is
+            return conn
 
     def writer(self) -> psycopg.Connection:
         if self.read_only:
@@ -111,7 +155,8 @@ class PostgresStore(Store):
             )
         conn = self._writer
         if conn is None or conn.closed or conn.broken:
-            conn = self._writer = self._connect(self.where.write)
+            self._writer = None
+            conn = self._writer = self._open_writer()
         return conn
 
     def close(self) -> None:
@@ -133,17 +178,17 @@ class PostgresStore(Store):
         if current is not None:
             yield current
             return
-        try:
-            conn = self.reader()
-            snap = PostgresSnapshot.begin(self, conn)
-        except psycopg.Error as exc:
-            self._discard_reader()
-            raise from_psycopg(exc, self.location) from None
+        snap = self._begin()
+        conn = snap.conn
         self._local.snapshot = snap
         try:
             yield snap
         except psycopg.Error as exc:
-            self._discard_reader()
+            self._discard(conn)
+            if isinstance(exc, psycopg.OperationalError) and self.where.hosts > 1:
+                raise ReadInterrupted(
+                    f"{self.location}: a database server went away during a search", "retry"
+                ) from None
             raise from_psycopg(exc, self.location) from None
         finally:
             self._local.snapshot = None
@@ -151,9 +196,48 @@ class PostgresStore(Store):
                 with contextlib.suppress(psycopg.Error):
                     conn.execute("COMMIT")
 
-    def _discard_reader(self) -> None:
-        conn = getattr(self._local, "conn", None)
-        self._local.conn = None
+    def _begin(self) -> PostgresSnapshot:
+        """Open a snapshot; a connection found dead is replaced once (another host)."""
+        for attempt in (0, 1):
+            conn = None
+            try:
+                conn = self._search_connection()
+                try:
+                    snap = PostgresSnapshot.begin(self, conn)
+                except psycopg.errors.UndefinedTable:
+                    if conn is not self._local.conn or self.mark.generation < 0:
+                        raise
+                    conn.execute("ROLLBACK")  # a replica that has not replayed our schema yet
+                    conn = self._primary_reader()
+                    snap = PostgresSnapshot.begin(self, conn)
+                return self._fresh_enough(snap)
+            except psycopg.OperationalError as exc:
+                self._discard(conn)
+                if attempt or self.where.hosts < 2:
+                    raise from_psycopg(exc, self.location) from None
+            except psycopg.Error as exc:
+                self._discard(conn)
+                raise from_psycopg(exc, self.location) from None
+        raise AssertionError("unreachable")
+
+    def _fresh_enough(self, snap: PostgresSnapshot) -> PostgresSnapshot:
+        """A replica snapshot older than this process's last commit (its replay position
+        said otherwise) is dropped for one on the primary: never a stale read."""
+        if snap.generation >= self.mark.generation or snap.conn is not self._local.conn:
+            return snap
+        with contextlib.suppress(psycopg.Error):
+            snap.conn.execute("ROLLBACK")
+        self._local.verified = 0
+        try:
+            return PostgresSnapshot.begin(self, self._primary_reader())
+        except psycopg.OperationalError:  # the primary is down: the replica is all there is
+            return PostgresSnapshot.begin(self, self.reader())
+
+    def _discard(self, conn: psycopg.Connection | None) -> None:
+        """Forget a connection that failed (the next read connects anew)."""
+        for name in ("conn", "primary"):
+            if conn is None or getattr(self._local, name, None) is conn:
+                setattr(self._local, name, None)
         if conn is not None:
             with contextlib.suppress(Exception):
                 conn.close()
@@ -167,6 +251,7 @@ class PostgresStore(Store):
     def write(self) -> Iterator[PostgresWrite]:
         with self._write_lock:
             try:
+                conn = None
                 conn = self.writer()
                 # the row lock on the generation serializes writers of every process
                 generation = int(
@@ -175,13 +260,15 @@ class PostgresStore(Store):
                     ).fetchone()[0]
                 )
             except psycopg.Error as exc:
-                self._rollback(conn if self._writer is not None else None)
+                self._rollback(conn)
                 raise from_psycopg(exc, self.location) from None
             write = PostgresWrite(self, conn, generation)
             try:
                 yield write
                 write.finish()
                 conn.commit()
+                if self.where.hosts > 1:
+                    self.mark.advance(replicas.current_lsn(conn), generation)
             except psycopg.Error as exc:
                 self._rollback(conn)
                 raise from_psycopg(exc, self.location) from None
@@ -253,6 +340,12 @@ class PostgresStore(Store):
         from ragloom.store.postgres.export import export_collection
 
         return export_collection(self, collection, batch)
+
+    def replication(self) -> list[dict[str, Any]] | None:
+        """Each server of a multi-host URL with its role and replay lag (None: one host)."""
+        if self.where.hosts < 2:
+            return None
+        return replicas.replication_status(self.where.read)
 
     def check(self) -> list[str]:
         from ragloom.store.postgres.check import check_store

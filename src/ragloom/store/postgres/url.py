@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from ragloom.errors import InputError
 
 # ragloom's options, removed before the URL reaches libpq (which rejects unknown keys)
-OPTIONS = {"schema": "ragloom", "hnsw_threshold": "20000", "replica_wait": "0.25"}
+OPTIONS = {"schema": "ragloom", "hnsw_threshold": "20000", "replica_wait": "0.02"}
 _IDENT = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 
 
