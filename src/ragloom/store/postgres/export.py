@@ -3,13 +3,12 @@ their index terms and vectors), for `ragloom migrate`."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from typing import Any
 
 from ragloom.models import Document
 from ragloom.store.records import NewChunk, NewDocument
-from ragloom.store.sqlite.snapshot import stitch
+from ragloom.store.text import rebuild_text
 
 
 def export_collection(store: Any, name: str, batch: int = 200) -> Iterator[list[NewDocument]]:
@@ -42,8 +41,7 @@ def export_collection(store: Any, name: str, batch: int = 200) -> Iterator[list[
             out = []
             for doc_row, doc_id, source, title, meta, content_hash, length, gaps in part:
                 mine = by_document.get(doc_row, [])
-                pieces = [(s, t) for s, t in json.loads(gaps)] if gaps else []
-                pieces += [(c.start, c.text) for c in mine]
-                document = Document(doc_id, stitch(pieces, int(length)), title, source, meta)
+                text = rebuild_text(gaps, [(c.start, c.text) for c in mine], length)
+                document = Document(doc_id, text, title, source, meta)
                 out.append(NewDocument(document, content_hash, mine))
             yield out

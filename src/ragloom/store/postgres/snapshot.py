@@ -3,7 +3,6 @@ from one REPEATABLE READ transaction, scored by the database."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -18,8 +17,8 @@ from ragloom.retrieval.filters import FilterNode
 from ragloom.store.base import CollectionReader, Snapshot
 from ragloom.store.postgres import legs
 from ragloom.store.records import CollectionInfo, StoredChunk, StoredDocument
-from ragloom.store.sqlite.snapshot import stitch
 from ragloom.store.sqlite.views import parse_config
+from ragloom.store.text import rebuild_text
 
 
 @dataclass(frozen=True)
@@ -219,11 +218,10 @@ class PostgresSnapshot(Snapshot):
         if found is None:
             raise NotFound(f"no document {doc_id!r} in collection {collection!r}")
         document, length, gaps = found
-        pieces = [(start, text) for start, text in json.loads(gaps)] if gaps else []
-        pieces += self.conn.execute(
+        chunks = self.conn.execute(
             "SELECT start, text FROM chunks WHERE document_id = %s", (document,)
         ).fetchall()
-        return stitch(pieces, int(length))
+        return rebuild_text(gaps, chunks, length)
 
     def documents(
         self, collection: str | None, offset: int = 0, limit: int = 100

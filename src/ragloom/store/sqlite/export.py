@@ -11,8 +11,8 @@ from typing import Any
 from ragloom.models import Document
 from ragloom.segments.postings import Postings
 from ragloom.store.records import NewChunk, NewDocument
-from ragloom.store.sqlite.snapshot import stitch
 from ragloom.store.sqlite.write import rows_in
+from ragloom.store.text import rebuild_text
 
 
 def export_collection(store: Any, name: str, batch: int = 200) -> Iterator[list[NewDocument]]:
@@ -54,9 +54,7 @@ def export_collection(store: Any, name: str, batch: int = 200) -> Iterator[list[
             out = []
             for doc_row, doc_id, source, title, meta, content_hash, length, gaps in part:
                 mine = by_document.get(doc_row, [])
-                pieces = [(s, t) for s, t in json.loads(gaps)] if gaps else []
-                pieces += [(c.start, c.text) for c in mine]
-                text = stitch(pieces, int(length))
+                text = rebuild_text(gaps, [(c.start, c.text) for c in mine], length)
                 document = Document(doc_id, text, title, source, json.loads(meta))
                 out.append(NewDocument(document, content_hash, mine))
             yield out
