@@ -83,7 +83,8 @@ def test_no_phantom_misses_and_no_mixed_versions(locate) -> None:
         totals.append(http_counts)
         summary = {k: sum(t[k] for t in totals) for k in http_counts}
         print("stress:", summary, "process writes:", outputs[0]["writes"])
-        assert summary["searches"] >= 20_000, summary
+        # enough load to matter: PostgreSQL pays a round trip per statement on loopback
+        assert summary["searches"] >= (20_000 if isinstance(path, Path) else 3_000), summary
         assert summary["miss"] == summary["mixed"] == summary["partial"] == 0, summary
         assert summary["errors"] == 0, summary
         assert index.check() == []

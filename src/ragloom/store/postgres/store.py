@@ -32,6 +32,7 @@ from ragloom.store.records import CollectionInfo
 from ragloom.store.sqlite.write import text_hash
 
 CONNECT_TIMEOUT = 5  # seconds; the URL's connect_timeout wins
+LOST_PRIMARY_WAIT = 2.0  # seconds a replica may take to apply our last write, primary down
 
 
 class PostgresStore(Store):
@@ -145,7 +146,10 @@ class PostgresStore(Store):
             return conn
         try:
             return self._primary_reader()
-        except psycopg.Error:  # the primary is down: the replica is all there is
+        except psycopg.Error:  # the primary is down: the replica is all there is; give it
+            # time to apply what it already received, once (not at every search)
+            replicas.caught_up(conn, wanted, text or "", LOST_PRIMARY_WAIT)
+            self._local.verified = wanted
             return conn
 
     def writer(self) -> psycopg.Connection:
@@ -231,7 +235,11 @@ class PostgresStore(Store):
         try:
             return PostgresSnapshot.begin(self, self._primary_reader())
         except psycopg.OperationalError:  # the primary is down: the replica is all there is
-            return PostgresSnapshot.begin(self, self.reader())
+            wanted, text = self.mark.position
+            conn = self.reader()
+            replicas.caught_up(conn, wanted, text or "", LOST_PRIMARY_WAIT)
+            self._local.verified = wanted
+            return PostgresSnapshot.begin(self, conn)
 
     def _discard(self, conn: psycopg.Connection | None) -> None:
         """Forget a connection that failed (the next read connects anew)."""
