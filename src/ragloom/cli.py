@@ -548,6 +548,8 @@ def migrate(source: str, target: str, as_json: bool) -> None:
     SOURCE and TARGET are index files or database URLs; nothing is re-embedded."""
     from ragloom.store.migrate import migrate as run_migration
 
+    from rich.progress import Progress
+
     with Progress(console=err, transient=True) as progress:
         task = progress.add_task("copying documents", total=None)
         report = run_migration(source, target, lambda _, n: progress.advance(task, n))
