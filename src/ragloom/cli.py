@@ -546,9 +546,9 @@ def migrate(source: str, target: str, as_json: bool) -> None:
     """Copy an index into another store (a file into PostgreSQL and back), vectors included.
 
     SOURCE and TARGET are index files or database URLs; nothing is re-embedded."""
-    from ragloom.store.migrate import migrate as run_migration
-
     from rich.progress import Progress
+
+    from ragloom.store.migrate import migrate as run_migration
 
     with Progress(console=err, transient=True) as progress:
         task = progress.add_task("copying documents", total=None)
