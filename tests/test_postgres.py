@@ -187,3 +187,22 @@ def test_cli_and_server_on_a_database_url(tmp_path: Path, pg_url) -> None:
     with ServerProcess(url, env={"RAGLOOM_EMBEDDER": "none"}) as server:
         answer = httpx.post(f"{server.url}/query", json={"query": "silver key"}).json()
         assert "lighthouse keeper" in json.dumps(answer), answer
+
+
+def test_one_url_names_the_cluster_and_ragloom_options_are_taken_out() -> None:
+    from ragloom.errors import InputError
+    from ragloom.store.postgres.url import parse_location
+
+    one = parse_location("postgresql://u:secret@db:5432/app?schema=notes&sslmode=disable")
+    assert one.write == one.read == "postgresql://u:secret@db:5432/app?sslmode=disable"
+    assert (one.schema, one.hosts) == ("notes", 1) and "secret" not in one.shown
+    many = parse_location("postgresql://u@p,r1:5433,r2/app?hnsw_threshold=5&replica_wait=0.1")
+    assert many.hosts == 3 and many.hnsw_threshold == 5 and many.replica_wait == 0.1
+    assert many.write == "postgresql://u@p,r1:5433,r2/app?target_session_attrs=read-write"
+    assert "target_session_attrs=prefer-standby" in many.read
+    assert "load_balance_hosts=random" in many.read
+    mine = parse_location("postgresql://u@p,r1/app?target_session_attrs=any")
+    assert "target_session_attrs=any" in mine.read  # the URL's own choice wins
+    assert mine.write.endswith("target_session_attrs=any")
+    with pytest.raises(InputError, match="schema"):
+        parse_location("postgresql://u@p/app?schema=Robert');DROP")

@@ -32,6 +32,10 @@ from ragloom.store.records import CollectionInfo
 from ragloom.store.sqlite.write import text_hash
 
 CONNECT_TIMEOUT = 5  # seconds; the URL's connect_timeout wins
+PENDING = (
+    "SELECT c.id, d.title, c.text FROM chunks c JOIN documents d ON d.id = c.document_id"
+    " WHERE c.collection_id = %s AND c.embedding IS NULL ORDER BY c.id LIMIT %s"
+)
 LOST_PRIMARY_WAIT = 2.0  # seconds a replica may take to apply our last write, primary down
 
 
@@ -94,6 +98,7 @@ class PostgresStore(Store):
                 conn.commit()
                 if self.where.hosts > 1:  # our searches wait for the schema on replicas too
                     self.mark.advance(replicas.current_lsn(conn))
+                    conn.rollback()  # not idle in a transaction (CREATE INDEX waits for those)
                 self._schema_ready = True
             return conn
         except psycopg.Error as exc:
@@ -277,6 +282,7 @@ class PostgresStore(Store):
                 conn.commit()
                 if self.where.hosts > 1:
                     self.mark.advance(replicas.current_lsn(conn), generation)
+                    conn.rollback()  # not idle in a transaction (CREATE INDEX waits for those)
             except psycopg.Error as exc:
                 self._rollback(conn)
                 raise from_psycopg(exc, self.location) from None
@@ -298,13 +304,13 @@ class PostgresStore(Store):
 
     # -- helpers the engine uses ------------------------------------------------------
     def pending(self, collection: CollectionInfo, limit: int) -> list[tuple[int, str | None, str]]:
+        if self.where.hosts > 1:  # backfill works from the primary's own view
+            try:
+                return self._primary_reader().execute(PENDING, (collection.id, limit)).fetchall()
+            except psycopg.Error as exc:
+                raise from_psycopg(exc, self.location) from None
         with self.snapshot() as snap:
-            return snap.conn.execute(
-                "SELECT c.id, d.title, c.text FROM chunks c JOIN documents d ON d.id ="
-                " c.document_id WHERE c.collection_id = %s AND c.embedding IS NULL"
-                " ORDER BY c.id LIMIT %s",
-                (collection.id, limit),
-            ).fetchall()
+            return snap.conn.execute(PENDING, (collection.id, limit)).fetchall()
 
     def chunk_texts(self, collection: CollectionInfo) -> list[tuple[int, str | None, str]]:
         with self.snapshot() as snap:
@@ -362,7 +368,10 @@ class PostgresStore(Store):
 
     def maintain(self, wait: bool = True) -> None:
         """Build the HNSW indexes that collections past the threshold still lack."""
-        self.indexer.run_now()
+        try:
+            self.indexer.run_now()
+        except psycopg.Error as exc:
+            raise from_psycopg(exc, self.location) from None
 
 
 def open_postgres(url: str, create: bool = True, read_only: bool = False) -> PostgresStore:
