@@ -3,7 +3,8 @@
 Run as a script, it is another process writing to the same index:
 `python -m tests.churn writer INDEX SECONDS SEED` replaces and deletes documents until time is
 up; `python -m tests.churn ingest INDEX SEED` adds the crash test's corpus batch by batch;
-`python -m tests.churn reader INDEX SECONDS` searches and prints its counts as JSON.
+`python -m tests.churn reader INDEX SECONDS` searches and prints its counts as JSON;
+`python -m tests.churn adder INDEX SECONDS SEED` adds documents of its own (see `add_for`).
 """
 
 from __future__ import annotations
@@ -98,19 +99,44 @@ def read_for(index: Index, seconds: float, seed: int) -> dict[str, int]:
     return counts
 
 
+def small_segments(index: Index, flush_rows: int, factor: int | None = None) -> None:
+    """Make the embedded store flush and merge often (other stores have no segments)."""
+    maintenance = getattr(index.store, "maintenance", None)
+    if maintenance is not None:
+        maintenance.flush_rows = flush_rows
+        if factor is not None:
+            maintenance.factor = factor
+
+
+def add_for(index: Index, seconds: float, seed: int) -> int:
+    """Add documents of this writer's own (`w{seed}-{n}`) and replace steady ones, until time
+    is up; returns how many it added (the test then finds every one: no lost updates)."""
+    rng = random.Random(seed)
+    deadline = time.monotonic() + seconds
+    added = 0
+    while time.monotonic() < deadline:
+        i = rng.randrange(STEADY)
+        mine = Document(f"w{seed}-{added}", f"writer{seed} entry{added} " + churn_doc(rng).text)
+        index.add([steady_doc(i, rng.randint(1, 10**9)), mine])
+        added += 1
+    return added
+
+
 def main() -> None:
     role, path = sys.argv[1], sys.argv[2]
     if role == "writer":
         with Index(path, embedder=None) as index:
-            index.store.maintenance.flush_rows = 60
+            small_segments(index, 60)
             print(json.dumps({"writes": write_for(index, float(sys.argv[3]), int(sys.argv[4]))}))
+    elif role == "adder":
+        with Index(path, embedder=None) as index:
+            print(json.dumps({"added": add_for(index, float(sys.argv[3]), int(sys.argv[4]))}))
     elif role == "reader":
         with Index(path, embedder=None) as index:
             print(json.dumps(read_for(index, float(sys.argv[3]), int(sys.argv[4]))))
     elif role == "ingest":
         with Index(path, embedder=None) as index:
-            index.store.maintenance.flush_rows = 40
-            index.store.maintenance.factor = 3
+            small_segments(index, 40, 3)
             for batch in corpus(int(sys.argv[3])):
                 index.add(batch)
                 print("committed", batch[-1].id, flush=True)

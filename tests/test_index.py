@@ -57,24 +57,24 @@ def test_a_changed_document_replaces_all_of_its_chunks(index: Index):
     assert index.stats()["chunks"] == 3
 
 
-def test_delete_removes_every_trace(index: Index, index_path: Path):
+def test_delete_removes_every_trace(index: Index):
     index.add(docs())
     assert index.delete("oren") == 1
     assert all(h.document_id != "oren" for h in index.search("smuggler salt secrets", top_k=5))
-    with sqlite3.connect(index_path) as conn:
-        assert conn.execute("SELECT count(*) FROM documents WHERE doc_id='oren'").fetchone()[0] == 0
-        assert conn.execute("SELECT count(*) FROM chunks").fetchone()[0] == 2
+    assert [d.doc_id for d in index.documents()] == ["city", "mira"]
+    assert sorted(index.chunk_documents().values()) == ["city", "mira"]
+    assert index.check() == []
     with pytest.raises(NotFound, match="no document 'oren'"):
         index.delete("oren")
 
 
-def test_scores_after_adds_and_deletes_equal_a_fresh_build(tmp_path: Path):
+def test_scores_after_adds_and_deletes_equal_a_fresh_build(locate):
     """Through the whole stack (SQLite postings, vocabulary, in-memory segments)."""
     queries = ["silver key", "drowned bell rings", "smuggler coast debt", "Greyhaven harbour"]
     extra = {
         f"note{i}": f"Note {i}: the tide bell and the silver coast, day {i}." for i in range(30)
     }
-    with Index(tmp_path / "incremental.db") as inc:
+    with Index(locate("incremental")) as inc:
         inc.add(docs())
         for i, (k, v) in enumerate(extra.items()):
             inc.add([Document(k, v)])
@@ -86,13 +86,14 @@ def test_scores_after_adds_and_deletes_equal_a_fresh_build(tmp_path: Path):
     final = docs(city="Greyhaven's harbour freezes in winter; the drowned bell is silent.")
     final = [d for d in final if d.id != "oren"]
     final += [Document(k, v) for i, (k, v) in enumerate(extra.items()) if i % 3 != 0]
-    with Index(tmp_path / "fresh.db") as fresh:
+    with Index(locate("fresh")) as fresh:
         fresh.add(final)
         want = {q: {h.chunk_id: h.score for h in fresh.search(q, top_k=100)} for q in queries}
     assert got == want
 
 
-def test_index_survives_reopen(index_path: Path):
+def test_index_survives_reopen(locate):
+    index_path = locate()
     with Index(index_path) as index:
         index.add(docs())
         expected = [(h.chunk_id, h.score) for h in index.search("drowned bell", top_k=3)]
@@ -100,7 +101,8 @@ def test_index_survives_reopen(index_path: Path):
         assert [(h.chunk_id, h.score) for h in index.search("drowned bell", top_k=3)] == expected
 
 
-def test_another_process_sees_committed_data(index_path: Path):
+def test_another_process_sees_committed_data(locate):
+    index_path = locate()
     with Index(index_path) as index:
         index.add(docs())
         code = (

@@ -16,7 +16,7 @@ import pytest
 
 from ragloom import Index
 from ragloom.server.launch import ServerProcess
-from tests.churn import STEADY, read_for, steady_doc, write_for
+from tests.churn import STEADY, read_for, small_segments, steady_doc, write_for
 
 pytestmark = pytest.mark.slow
 SECONDS = 60.0
@@ -46,11 +46,11 @@ def _http_reader(url: str, seconds: float, seed: int, counts: dict[str, int]) ->
                 counts["partial"] += 1
 
 
-def test_no_phantom_misses_and_no_mixed_versions(tmp_path: Path) -> None:
-    path = tmp_path / "stress.db"
+def test_no_phantom_misses_and_no_mixed_versions(locate) -> None:
+    path = locate("stress")
     env = {**os.environ, "RAGLOOM_EMBEDDER": "none"}
     with Index(path, embedder=None) as index:
-        index.store.maintenance.flush_rows = 60  # flushes and merges happen during the run
+        small_segments(index, 60)  # flushes and merges happen during the run
         index.add([steady_doc(i, 0) for i in range(STEADY)])
         script = [sys.executable, "-m", "tests.churn"]
         others = [
@@ -84,7 +84,8 @@ def test_no_phantom_misses_and_no_mixed_versions(tmp_path: Path) -> None:
         totals.append(http_counts)
         summary = {k: sum(t[k] for t in totals) for k in http_counts}
         print("stress:", summary, "process writes:", outputs[0]["writes"])
-        assert summary["searches"] >= 20_000, summary
+        # enough load to matter: PostgreSQL pays a round trip per statement on loopback
+        assert summary["searches"] >= (20_000 if isinstance(path, Path) else 3_000), summary
         assert summary["miss"] == summary["mixed"] == summary["partial"] == 0, summary
         assert summary["errors"] == 0, summary
         assert index.check() == []

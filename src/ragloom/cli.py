@@ -61,6 +61,13 @@ class _Commands(click.Group):
     help="Index file (env RAGLOOM_INDEX).",
 )
 @click.option(
+    "--store",
+    envvar="RAGLOOM_STORE",
+    default=None,
+    help="Where the index lives, instead of --index: a file or a database URL such as "
+    "postgresql://user@host/db (env RAGLOOM_STORE; may also follow the command).",
+)
+@click.option(
     "--embedder",
     envvar="RAGLOOM_EMBEDDER",
     default="auto",
@@ -70,13 +77,13 @@ class _Commands(click.Group):
 )
 @click.version_option(__version__, prog_name="ragloom")
 @click.pass_context
-def cli(ctx: click.Context, index_path: str, embedder: str) -> None:
+def cli(ctx: click.Context, index_path: str, store: str | None, embedder: str) -> None:
     """ragloom: index your own files and search them, offline."""
     from ragloom.embedding.resolve import check_spec
 
     check_spec(embedder)
     ctx.ensure_object(dict)
-    ctx.obj["index_path"] = index_path
+    ctx.obj["index_path"] = store or index_path
     ctx.obj["embedder"] = embedder
 
 
@@ -452,6 +459,19 @@ def stats(ctx: click.Context, as_json: bool, list_documents: bool) -> None:
             str(c["avg_chunk_terms"]),
         )
     out.print(table)
+    if "replicas" in data:
+        servers = Table(title="database servers")
+        for column in ("host", "role", "replay lag (bytes)", "last replay (s ago)", "note"):
+            servers.add_column(column)
+        for server in data["replicas"]:
+            servers.add_row(
+                server["host"],
+                server.get("role", "-"),
+                str(server.get("lag_bytes", "-")),
+                str(server.get("last_replay_seconds_ago", "-")),
+                "" if server["reachable"] else escape(server.get("error", "unreachable")),
+            )
+        out.print(servers)
     for d in docs:
         out.print(f"{d.collection}  {d.doc_id}  ({d.chunks} chunks)  {d.source or ''}")
 
@@ -516,6 +536,30 @@ def check(ctx: click.Context, as_json: bool, repair: bool) -> None:
 
 
 @cli.command()
+@click.argument("source")
+@click.argument("target")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+def migrate(source: str, target: str, as_json: bool) -> None:
+    """Copy an index into another store (a file into PostgreSQL and back), vectors included.
+
+    SOURCE and TARGET are index files or database URLs; nothing is re-embedded."""
+    from rich.progress import Progress
+
+    from ragloom.store.migrate import migrate as run_migration
+
+    with Progress(console=err, transient=True) as progress:
+        task = progress.add_task("copying documents", total=None)
+        report = run_migration(source, target, lambda _, n: progress.advance(task, n))
+    if as_json:
+        click.echo(json.dumps(report.__dict__))
+        return
+    out.print(
+        f"copied {report.documents} documents, {report.chunks} chunks and {report.vectors}"
+        f" vectors in {len(report.collections)} collection(s) into {report.target}"
+    )
+
+
+@cli.command()
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind.")
 @click.option(
     "--port",
@@ -560,10 +604,34 @@ def serve(
     run_server(settings, host=host, port=port, access_log=access_log)
 
 
+def global_options_first(args: list[str]) -> list[str]:
+    """`ragloom search "q" --store URL` as `ragloom --store URL search "q"`: --store may
+    follow the command (the arguments after `--` are left alone)."""
+    out: list[str] = []
+    moved: list[str] = []
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if arg == "--":
+            out += args[i:]
+            break
+        if arg == "--store" and i + 1 < len(args):
+            moved += args[i : i + 2]
+            i += 2
+            continue
+        if arg.startswith("--store="):
+            moved.append(arg)
+        else:
+            out.append(arg)
+        i += 1
+    return moved + out
+
+
 def main(argv: list[str] | None = None) -> None:
     """Console entry point: typed errors become a message and a non-zero exit code."""
     try:
-        code = cli.main(args=argv, prog_name="ragloom", standalone_mode=False)
+        args = global_options_first(sys.argv[1:] if argv is None else list(argv))
+        code = cli.main(args=args, prog_name="ragloom", standalone_mode=False)
     except click.exceptions.Abort:
         err.print("aborted")
         sys.exit(130)

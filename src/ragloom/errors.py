@@ -75,6 +75,20 @@ class StorageError(StoreError):
     code = "storage_error"
 
 
+class ReadOnlyStore(StoreError):
+    """A write reached only read-only database servers (replicas; the primary is down or
+    unreachable). Nothing was written; searches keep working."""
+
+    code = "read_only"
+
+
+class ReadInterrupted(StoreError):
+    """A read lost its database connection midway (a replica went away); running it again
+    reads from another server. Readers retry it once by themselves."""
+
+    code = "store_unavailable"
+
+
 class NotFound(RagloomError):
     """An unknown document or collection was named."""
 

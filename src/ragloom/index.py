@@ -439,6 +439,9 @@ class Index:
         out["chunks"] = sum(c["chunks"] for c in groups)
         out["pending"] = sum(c["pending"] for c in groups)
         out["read_only"] = self.read_only
+        servers = self.store.replication()
+        if servers is not None:
+            out["replicas"] = servers
         return out
 
     def pending(self) -> int:

@@ -8,7 +8,7 @@ and one embedding of the query per model.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -16,7 +16,7 @@ import numpy as np
 from ragloom.config import CollectionConfig
 from ragloom.context import GROUNDING_INSTRUCTION, PackedContext, count_tokens, pack_context
 from ragloom.engine.models import Models, QueryVectors
-from ragloom.errors import InputError, NotFound
+from ragloom.errors import InputError, NotFound, ReadInterrupted
 from ragloom.lexical import BM25Params
 from ragloom.models import Hit, MultiSearchResult, SearchGroup, SearchResult
 from ragloom.retrieval import pipeline
@@ -26,6 +26,7 @@ from ragloom.text import Tokenizer
 from ragloom.timing import StageTimer, timed
 
 DEFAULT_COLLECTION = "default"
+READ_ATTEMPTS = 3  # a read that lost its connection (see `Searcher.read`) runs again
 
 
 def _check_query(query: Any) -> str:
@@ -48,11 +49,24 @@ class Searcher:
             tokenizer = self._tokenizers[config.tokenizer] = Tokenizer(config.tokenizer)
         return tokenizer
 
+    def read(self, work: Callable[[Snapshot], Any]) -> Any:
+        """`work(snapshot)` in one snapshot; run once more in a fresh snapshot if the store
+        lost its connection midway (a replica went away: the retry reads elsewhere)."""
+        for attempt in range(READ_ATTEMPTS):
+            try:
+                with self.store.snapshot() as snap:
+                    return work(snap)
+            except ReadInterrupted:
+                if attempt == READ_ATTEMPTS - 1:
+                    raise
+        raise AssertionError("unreachable")
+
     # -- one collection ---------------------------------------------------------------
     def search(self, query: str, options: SearchOptions, collection: str) -> SearchResult:
         _check_query(query)
-        with self.store.snapshot() as snap:
-            return self.search_in(snap, query, options, collection, QueryVectors(self.models))
+        return self.read(
+            lambda snap: self.search_in(snap, query, options, collection, QueryVectors(self.models))
+        )
 
     def search_in(
         self,
@@ -87,8 +101,9 @@ class Searcher:
 
     def rank(self, query: str, options: SearchOptions, collection: str) -> Ranking:
         _check_query(query)
-        with self.store.snapshot() as snap:
-            return self.rank_in(snap, query, options, collection, QueryVectors(self.models))
+        return self.read(
+            lambda snap: self.rank_in(snap, query, options, collection, QueryVectors(self.models))
+        )
 
     def rank_in(
         self,
@@ -177,8 +192,9 @@ class Searcher:
         Groups come back in request order; `merged` interleaves them by reciprocal rank
         (scores of different collections do not compare)."""
         _check_query(query)
-        with self.store.snapshot() as snap:
-            return self.search_many_in(snap, query, requests, QueryVectors(self.models))
+        return self.read(
+            lambda snap: self.search_many_in(snap, query, requests, QueryVectors(self.models))
+        )
 
     def search_many_in(self, snap, query, requests, vectors) -> MultiSearchResult:
         groups = [

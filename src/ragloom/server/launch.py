@@ -14,6 +14,7 @@ from pathlib import Path
 import httpx
 
 from ragloom.errors import RagloomError
+from ragloom.store.open import is_url
 
 
 def free_port() -> int:
@@ -37,7 +38,7 @@ class ServerProcess:
         port: int | None = None,
         startup_timeout: float = 30.0,
     ) -> None:
-        self.index_path = Path(index_path)
+        self.index_path = index_path if is_url(index_path) else Path(index_path)
         env = dict(env or {})
         args = [sys.executable, "-m", "ragloom.cli", "--index", str(index_path), "serve"]
         if "RAGLOOM_PORT" in env:  # let the server read its port from the environment

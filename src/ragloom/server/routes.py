@@ -15,7 +15,8 @@ from fastapi import APIRouter, Query
 
 from ragloom import __version__
 from ragloom.context import PackedContext
-from ragloom.errors import NotFound, StoreError
+from ragloom.engine.searching import READ_ATTEMPTS
+from ragloom.errors import NotFound, ReadInterrupted, StoreError
 from ragloom.index import DEFAULT_COLLECTION, Index
 from ragloom.models import Document, SearchResult
 from ragloom.server import schemas
@@ -100,6 +101,20 @@ def _run_index(holder: IndexHolder, settings: ServerSettings, body: schemas.Inde
 
 
 def _search(
+    holder: IndexHolder, body: schemas.QueryRequest, metrics: ServerMetrics | None = None
+) -> dict[str, Any]:
+    """Run a /query; once more if the store lost its connection midway (a replica went
+    away: the retry reads from another server)."""
+    for attempt in range(READ_ATTEMPTS):
+        try:
+            return _search_once(holder, body, metrics)
+        except ReadInterrupted:
+            if attempt == READ_ATTEMPTS - 1:
+                raise
+    raise AssertionError("unreachable")
+
+
+def _search_once(
     holder: IndexHolder, body: schemas.QueryRequest, metrics: ServerMetrics | None = None
 ) -> dict[str, Any]:
     """Run a /query: one collection or several, optionally packed into a cited context."""
@@ -283,6 +298,8 @@ def build_router(
             chunks=data["chunks"],
             pending=data["pending"],
         )
+        if "replicas" in data:
+            status["replicas"] = data["replicas"]
         return JSONResponse({"ok": True, "version": __version__, "index": status})
 
     return router

@@ -411,6 +411,9 @@ class IndexStatus(BaseModel):
     documents: int | None = None
     chunks: int | None = None
     pending: int | None = Field(None, description="Chunks waiting for vectors.")
+    replicas: list[dict[str, Any]] | None = Field(
+        None, description="A replicated store's servers: role, reachability, replay lag."
+    )
     error: str | None = None
 
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ragloom.errors import InputError
+from ragloom.store.open import is_url
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8181
@@ -18,7 +19,7 @@ DEFAULT_MAX_BODY = 10 * 1024 * 1024  # 10 MB
 class ServerSettings:
     """Immutable configuration of one `ragloom serve` process."""
 
-    index_path: Path
+    index_path: Path | str  # an index file or a database URL
     roots: tuple[Path, ...] = ()
     token: str | None = None
     max_body: int = DEFAULT_MAX_BODY
@@ -43,4 +44,5 @@ class ServerSettings:
         if max_body < 1:
             raise InputError(f"--max-body must be positive, got {max_body}")
         roots_found = tuple(dict.fromkeys(real_roots))
-        return cls(Path(index_path), roots_found, token or None, max_body, embedder)
+        where = index_path if is_url(index_path) else Path(index_path)
+        return cls(where, roots_found, token or None, max_body, embedder)

@@ -10,7 +10,7 @@ this; the engine (chunking, embedding, ranking, packing) is shared.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
 from typing import Any
 
@@ -194,6 +194,16 @@ class Store(ABC):
     def repair(self) -> list[str]:
         """Rebuild derived data that is missing or damaged; returns what was done."""
         return []
+
+    @abstractmethod
+    def export(self, collection: str, batch: int = 200) -> Iterator[list[NewDocument]]:
+        """Every document of a collection with its chunks (index terms, metadata, vectors),
+        in batches read from one snapshot: what `ragloom migrate` copies to another store."""
+
+    def replication(self) -> list[dict[str, Any]] | None:
+        """Each server of a replicated store with its role and replay lag; None when the
+        store is not replicated."""
+        return None
 
     def maintain(self, wait: bool = True) -> None:  # noqa: B027 (optional hook)
         """Run pending background work (flushes, merges) now; a no-op where there is none."""

@@ -13,7 +13,10 @@ from ragloom.errors import InputError
 from ragloom.store.base import Store
 
 Opener = Callable[..., Store]
-BACKENDS: dict[str, str] = {}  # URL scheme -> "module:function" opening such a store
+BACKENDS: dict[str, str] = {  # URL scheme -> "module:function" opening such a store
+    "postgresql": "ragloom.store.postgres:open_postgres",
+    "postgres": "ragloom.store.postgres:open_postgres",
+}
 
 
 def is_url(location: str | Path) -> bool:
@@ -34,7 +37,13 @@ def open_store(location: str | Path, create: bool = True, read_only: bool = Fals
         module, _, function = target.partition(":")
         import importlib
 
-        opener: Opener = getattr(importlib.import_module(module), function)
+        try:
+            opener: Opener = getattr(importlib.import_module(module), function)
+        except ImportError as exc:
+            raise InputError(
+                f"the {scheme}:// store needs a package that is not installed ({exc.name})",
+                "pip install 'ragloom[postgres]'",
+            ) from None
         return opener(str(location), create=create, read_only=read_only)
     from ragloom.store.sqlite import SQLiteStore
 

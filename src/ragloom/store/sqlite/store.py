@@ -378,6 +378,11 @@ class SQLiteStore(Store):
                 found.update((h, np.frombuffer(v, np.float32)) for h, v in cached)
         return found
 
+    def export(self, collection: str, batch: int = 200):
+        from ragloom.store.sqlite.export import export_collection
+
+        return export_collection(self, collection, batch)
+
     def check(self) -> list[str]:
         from ragloom.store.sqlite.check import check_store
 

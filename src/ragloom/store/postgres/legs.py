@@ -1,0 +1,156 @@
+"""The two legs in SQL: BM25 from ragloom's postings and statistics, dense with pgvector.
+
+BM25 equals the embedded store's: Lucene's IDF computed here from the snapshot's document
+frequencies and live-chunk count (`ragloom.lexical.bm25`), each query term counted as often
+as it occurs, k1/b per search, ties to the lower row id. Dense search is exact (one scan of
+the collection's vectors) until the collection has an HNSW index; with one, a filter that
+leaves few chunks is still searched exactly, others through the index with
+`hnsw.iterative_scan` so a filter never starves the top k.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from psycopg import sql
+
+from ragloom.lexical.bm25 import BM25Params, bm25_idf
+from ragloom.retrieval.filters import FilterNode
+from ragloom.store.postgres import where as filters
+
+EXACT_LIMIT = 20_000  # eligible chunks up to which a filtered dense search is exact
+_NONE = (np.zeros(0, np.int64), np.zeros(0, np.float64))
+
+
+def filter_sql(reader: Any, node: FilterNode | None) -> sql.Composable | None:
+    """The SQL condition of a filter on this collection's chunks (None: no filter)."""
+    if node is None:
+        return None
+    row = reader.row
+    cache = reader.snapshot.store.filter_values
+
+    def values_of(fields: tuple[str, ...]) -> list[str]:
+        return filters.distinct_values(reader.conn, row.id, row.changed, fields, cache)
+
+    return filters.compile_filter(node, values_of)
+
+
+def lexical(
+    reader: Any, terms: Sequence[str], k: int, params: BM25Params, where: FilterNode | None
+) -> tuple[np.ndarray, np.ndarray]:
+    """BM25 top k (row ids, scores) over live chunks passing `where`."""
+    row = reader.row
+    if k <= 0 or not terms or not row.chunks:
+        return _NONE
+    counts = Counter(terms)
+    found = reader.conn.execute(
+        "SELECT term, df FROM term_stats WHERE collection_id = %s AND term = ANY(%s) AND df > 0",
+        (row.id, list(counts)),
+    ).fetchall()
+    if not found:
+        return _NONE
+    names = [t for t, _ in found]
+    weights = [counts[t] * bm25_idf(int(df), row.chunks) for t, df in found]
+    avgdl = row.total_length / row.chunks
+    condition = filter_sql(reader, where)
+    join = sql.SQL("")
+    if condition is not None:
+        join = sql.SQL(" JOIN chunks c ON c.id = p.chunk_id AND {}").format(condition)
+    query = sql.SQL(
+        "SELECT p.chunk_id, sum(q.w * (p.tf * %(k1p)s) / (p.tf + %(k1)s * (%(nb)s +"
+        " %(b)s * p.length / %(avgdl)s))) AS score"
+        " FROM unnest(%(terms)s::text[], %(weights)s::float8[]) AS q(term, w)"
+        " JOIN postings p ON p.collection_id = %(c)s AND p.term = q.term{join}"
+        " GROUP BY p.chunk_id ORDER BY score DESC, p.chunk_id LIMIT %(k)s"
+    ).format(join=join)
+    records = reader.conn.execute(
+        query,
+        {
+            "k1p": params.k1 + 1.0,
+            "k1": params.k1,
+            "nb": 1.0 - params.b,
+            "b": params.b,
+            "avgdl": avgdl,
+            "terms": names,
+            "weights": weights,
+            "c": row.id,
+            "k": k,
+        },
+    ).fetchall()
+    if not records:
+        return _NONE
+    rows = np.array([r[0] for r in records], np.int64)
+    scores = np.array([r[1] for r in records], np.float64)
+    return rows, scores
+
+
+def _dimension(reader: Any) -> int | None:
+    value = (reader.row.config.get("embedding") or {}).get("dimension")
+    return int(value) if value else None
+
+
+def dense(
+    reader: Any, vector: np.ndarray, k: int, where: FilterNode | None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Top k (row ids, inner product = cosine of unit vectors) over chunks with vectors."""
+    dimension = _dimension(reader)
+    if k <= 0 or dimension is None or not reader.row.vectors:
+        return np.zeros(0, np.int64), np.zeros(0, np.float32)
+    query = np.asarray(vector, np.float32)
+    condition = filter_sql(reader, where)
+    store = reader.snapshot.store
+    indexed = store.indexer.has_index(reader.conn, reader.row.id, dimension)
+    exact = not indexed
+    if indexed and condition is not None:
+        probe = sql.SQL(
+            "SELECT count(*) FROM (SELECT 1 FROM chunks WHERE collection_id = %s"
+            " AND embedding IS NOT NULL AND {} LIMIT %s) AS e"
+        ).format(condition)
+        eligible = reader.conn.execute(probe, (reader.row.id, EXACT_LIMIT + 1)).fetchone()[0]
+        exact = eligible <= EXACT_LIMIT
+    cut = sql.SQL(" AND {}").format(condition) if condition is not None else sql.SQL("")
+    if exact:
+        records = _exact(reader, query, k, cut)
+    else:
+        records = _approximate(reader, query, k, cut, dimension, condition is not None)
+    if not records:
+        return np.zeros(0, np.int64), np.zeros(0, np.float32)
+    rows = np.array([r[0] for r in records], np.int64)
+    scores = np.array([r[1] for r in records], np.float32)
+    order = np.lexsort((rows, -scores))[:k]
+    return rows[order], scores[order]
+
+
+def _exact(reader: Any, query: np.ndarray, k: int, cut: sql.Composable) -> list:
+    """Brute force over the eligible vectors (the planner cannot use the HNSW index here:
+    the ordering expression is not the indexed one)."""
+    statement = sql.SQL(
+        "SELECT id, -(embedding <#> %(q)s) AS score FROM chunks"
+        " WHERE collection_id = %(c)s AND embedding IS NOT NULL{cut}"
+        " ORDER BY score DESC, id LIMIT %(k)s"
+    ).format(cut=cut)
+    return (
+        reader.conn.cursor(binary=True)
+        .execute(statement, {"q": query, "c": reader.row.id, "k": k})
+        .fetchall()
+    )
+
+
+def _approximate(
+    reader: Any, query: np.ndarray, k: int, cut: sql.Composable, dimension: int, filtered: bool
+) -> list:
+    """Through the collection's HNSW index (a partial expression index, hence the literals)."""
+    conn = reader.conn
+    conn.execute(sql.SQL("SET LOCAL hnsw.ef_search = {}").format(sql.Literal(max(100, 4 * k))))
+    if filtered:
+        conn.execute("SET LOCAL hnsw.iterative_scan = strict_order")
+    cast = sql.SQL("embedding::vector({})").format(sql.Literal(dimension))
+    statement = sql.SQL(
+        "SELECT id, -({cast} <#> %(q)s::vector({d})) FROM chunks"
+        " WHERE collection_id = {c} AND embedding IS NOT NULL{cut}"
+        " ORDER BY {cast} <#> %(q)s::vector({d}) LIMIT %(k)s"
+    ).format(cast=cast, d=sql.Literal(dimension), c=sql.Literal(reader.row.id), cut=cut)
+    return conn.cursor(binary=True).execute(statement, {"q": query, "k": k}).fetchall()

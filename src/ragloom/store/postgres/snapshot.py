@@ -1,0 +1,255 @@
+"""Reading one committed version of a PostgreSQL index: everything a search needs comes
+from one REPEATABLE READ transaction, scored by the database."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import psycopg
+
+from ragloom.config import CollectionConfig
+from ragloom.errors import NotFound
+from ragloom.lexical.bm25 import BM25Params
+from ragloom.retrieval.filters import FilterNode
+from ragloom.store.base import CollectionReader, Snapshot
+from ragloom.store.postgres import legs
+from ragloom.store.records import CollectionInfo, StoredChunk, StoredDocument
+from ragloom.store.sqlite.views import parse_config
+from ragloom.store.text import rebuild_text
+
+
+@dataclass(frozen=True)
+class CollectionRow:
+    """A collection's row as one snapshot sees it (with its live-chunk statistics)."""
+
+    id: int
+    name: str
+    config_json: str
+    chunks: int
+    total_length: int
+    vectors: int
+    changed: int
+
+    @property
+    def config(self) -> dict[str, Any]:
+        return parse_config(self.config_json)
+
+
+BEGIN = (
+    "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; {path}"
+    " SELECT m.value, c.id, c.name, c.config, c.chunks, c.total_length, c.vectors, c.changed"
+    " FROM meta m LEFT JOIN collections c ON true WHERE m.key = 'generation'"
+)
+
+
+class PostgresCollection(CollectionReader):
+    """One collection of a snapshot; both legs run in SQL."""
+
+    def __init__(self, snapshot: PostgresSnapshot, row: CollectionRow) -> None:
+        self.snapshot = snapshot
+        self.row = row
+        self.info = CollectionInfo(row.id, row.name, row.config)
+        self.config = CollectionConfig.from_dict(row.config)
+
+    @property
+    def conn(self) -> psycopg.Connection:
+        return self.snapshot.conn
+
+    def lexical(
+        self,
+        terms: Sequence[str],
+        k: int,
+        params: BM25Params,
+        where: FilterNode | None = None,
+        where_key: str | None = None,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        return legs.lexical(self, terms, k, params, where)
+
+    def dense(
+        self,
+        vector: np.ndarray,
+        k: int,
+        where: FilterNode | None = None,
+        where_key: str | None = None,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        return legs.dense(self, vector, k, where)
+
+    def metadata(self, rows: Sequence[int]) -> dict[int, dict[str, Any]]:
+        if not len(rows):
+            return {}
+        return dict(
+            self.conn.execute(
+                "SELECT id, metadata FROM chunks WHERE id = ANY(%s) AND collection_id = %s",
+                ([int(r) for r in rows], self.row.id),
+            ).fetchall()
+        )
+
+    def vectors(self, rows: Sequence[int]) -> np.ndarray:
+        dimension = int((self.row.config.get("embedding") or {}).get("dimension") or 0)
+        out = np.zeros((len(rows), dimension), np.float32)
+        if not len(rows) or not dimension:
+            return out
+        wanted = [int(r) for r in rows]
+        found = dict(
+            self.conn.cursor(binary=True)
+            .execute(
+                "SELECT id, embedding FROM chunks WHERE id = ANY(%s) AND embedding IS NOT NULL",
+                (wanted,),
+            )
+            .fetchall()
+        )
+        for i, row in enumerate(wanted):
+            vector = found.get(row)
+            if vector is not None and len(vector) == dimension:
+                out[i] = vector
+        return out
+
+    def counts(self) -> dict[str, Any]:
+        row = self.row
+        documents, terms = self.conn.execute(
+            "SELECT (SELECT count(*) FROM documents WHERE collection_id = %(c)s),"
+            " (SELECT count(*) FROM term_stats WHERE collection_id = %(c)s AND df > 0)",
+            {"c": row.id},
+        ).fetchone()
+        embedded = bool(row.config.get("embedding"))
+        return {
+            "documents": int(documents),
+            "chunks": row.chunks,
+            "vectors": row.vectors,
+            "pending": row.chunks - row.vectors if embedded else 0,
+            "terms": int(terms),
+            "avg_chunk_terms": round(row.total_length / row.chunks, 2) if row.chunks else 0.0,
+        }
+
+    def size(self) -> int:
+        return self.row.chunks
+
+    def pending(self) -> int:
+        return self.row.chunks - self.row.vectors if self.row.config.get("embedding") else 0
+
+    def chunk_documents(self) -> dict[int, str]:
+        return dict(
+            self.conn.execute(
+                "SELECT c.id, d.doc_id FROM chunks c JOIN documents d ON d.id = c.document_id"
+                " WHERE c.collection_id = %s",
+                (self.row.id,),
+            ).fetchall()
+        )
+
+
+class PostgresSnapshot(Snapshot):
+    """An open REPEATABLE READ transaction on a reader connection."""
+
+    def __init__(
+        self, store: Any, conn: psycopg.Connection, generation: int, rows: dict[str, CollectionRow]
+    ) -> None:
+        self.store = store
+        self.conn = conn
+        self.generation = generation
+        self.rows = rows
+        self._readers: dict[str, PostgresCollection] = {}
+
+    @classmethod
+    def begin(cls, store: Any, conn: psycopg.Connection) -> PostgresSnapshot:
+        """Open the transaction and read the generation and collections: one round trip."""
+        # the search path is set again in every snapshot: a server caches a path naming a
+        # schema that did not exist yet (a replica that connected before it replayed it)
+        cursor = conn.execute(BEGIN.format(path=store.path_sql))
+        cursor.nextset()  # past BEGIN's result
+        cursor.nextset()  # and SET's, to the SELECT's
+        records = cursor.fetchall()
+        if not records:
+            raise psycopg.errors.UndefinedTable("meta is empty")
+        rows = {r[2]: CollectionRow(*r[1:]) for r in records if r[1] is not None}
+        return cls(store, conn, int(records[0][0]), rows)
+
+    def collections(self) -> dict[str, CollectionInfo]:
+        return {n: CollectionInfo(r.id, r.name, r.config) for n, r in self.rows.items()}
+
+    def collection(self, name: str) -> PostgresCollection:
+        reader = self._readers.get(name)
+        if reader is None:
+            row = self.rows.get(name)
+            if row is None:
+                raise NotFound(
+                    f"no collection {name!r} in {self.store.location}",
+                    f"known collections: {', '.join(sorted(self.rows)) or 'none yet'}",
+                )
+            reader = self._readers[name] = PostgresCollection(self, row)
+        return reader
+
+    def content_hashes(self, collection: str, doc_ids: Sequence[str]) -> dict[str, str]:
+        row = self.rows.get(collection)
+        if row is None or not doc_ids:
+            return {}
+        return dict(
+            self.conn.execute(
+                "SELECT doc_id, content_hash FROM documents"
+                " WHERE collection_id = %s AND doc_id = ANY(%s)",
+                (row.id, list(doc_ids)),
+            ).fetchall()
+        )
+
+    def chunks(self, rows: Sequence[int]) -> dict[int, StoredChunk]:
+        if not len(rows):
+            return {}
+        records = self.conn.execute(
+            'SELECT k.id, k.n, k.text, k.start, k."end", k.metadata, d.doc_id, d.source,'
+            " d.title, c.name FROM chunks k JOIN documents d ON d.id = k.document_id"
+            " JOIN collections c ON c.id = d.collection_id WHERE k.id = ANY(%s)",
+            ([int(r) for r in rows],),
+        ).fetchall()
+        return {
+            r[0]: StoredChunk(r[0], f"{r[6]}-{r[1]}", r[6], r[1], r[2], r[3], r[4], r[5], *r[7:])
+            for r in records
+        }
+
+    def document_text(self, collection: str, doc_id: str) -> str:
+        row = self.rows.get(collection)
+        found = None
+        if row is not None:
+            found = self.conn.execute(
+                "SELECT id, length, gaps FROM documents WHERE collection_id = %s AND doc_id = %s",
+                (row.id, doc_id),
+            ).fetchone()
+        if found is None:
+            raise NotFound(f"no document {doc_id!r} in collection {collection!r}")
+        document, length, gaps = found
+        chunks = self.conn.execute(
+            "SELECT start, text FROM chunks WHERE document_id = %s", (document,)
+        ).fetchall()
+        return rebuild_text(gaps, chunks, length)
+
+    def documents(
+        self, collection: str | None, offset: int = 0, limit: int = 100
+    ) -> list[StoredDocument]:
+        where, params = "", {"limit": limit, "offset": offset}
+        if collection is not None:
+            row = self.rows.get(collection)
+            if row is None:
+                raise NotFound(f"no collection {collection!r} in {self.store.location}")
+            where, params["c"] = "WHERE d.collection_id = %(c)s", row.id
+        records = self.conn.execute(
+            "SELECT d.doc_id, c.name, d.source, d.title, d.metadata, d.content_hash,"
+            " (SELECT count(*) FROM chunks k WHERE k.document_id = d.id), d.indexed_at,"
+            " (SELECT count(*) FROM chunks k WHERE k.document_id = d.id"
+            "  AND k.embedding IS NULL)"
+            f" FROM documents d JOIN collections c ON c.id = d.collection_id {where}"
+            " ORDER BY c.name, d.doc_id LIMIT %(limit)s OFFSET %(offset)s",
+            params,
+        ).fetchall()
+        out = []
+        for r in records:
+            embedded = bool(self.rows[r[1]].config.get("embedding"))
+            out.append(StoredDocument(*r[:8], pending=int(r[8]) if embedded else 0))
+        return out
+
+    def document_counts(self) -> dict[str, dict[str, int]]:
+        records = self.conn.execute(
+            "SELECT c.name, (SELECT count(*) FROM documents d WHERE d.collection_id = c.id),"
+            " c.chunks FROM collections c ORDER BY c.name"
+        ).fetchall()
+        return {name: {"documents": int(d), "chunks": int(k)} for name, d, k in records}

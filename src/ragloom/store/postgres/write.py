@@ -1,0 +1,324 @@
+"""One write transaction of the PostgreSQL store.
+
+Documents, chunks, postings, document frequencies and the collection's counters change in
+one transaction under the schema's advisory write lock (taken by `PostgresStore.write`), so
+the lexical statistics always describe exactly the live chunks. New rows go in with COPY.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import psycopg
+
+from ragloom.errors import InputError
+from ragloom.store.base import Write
+from ragloom.store.postgres.hnsw import index_name
+from ragloom.store.postgres.vectors import vector_text
+from ragloom.store.records import CollectionInfo, NewDocument, WriteOutcome
+from ragloom.store.sqlite.views import dimension_of, epoch_of
+from ragloom.store.sqlite.write import VECTOR_CACHE_LIMIT, document_gaps, text_hash
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, sort_keys=True) if value else "{}"
+
+
+class PostgresWrite(Write):
+    """Operations inside one open write transaction (the write lock is held)."""
+
+    def __init__(self, store: Any, conn: psycopg.Connection, generation: int) -> None:
+        self.store = store
+        self.conn = conn
+        self.generation = generation
+        self.touched: set[int] = set()
+        self.grown: dict[int, tuple[int, int]] = {}  # collection -> (vectors, dimension)
+        self._configs: dict[int, dict[str, Any]] = {}
+        self._deltas: dict[int, list[int]] = {}  # collection -> [chunks, length, vectors]
+
+    # -- collections ------------------------------------------------------------------
+    def ensure_collection(self, name: str, config: dict[str, Any]) -> CollectionInfo:
+        row = self.conn.execute(
+            "SELECT id, config FROM collections WHERE name = %s", (name,)
+        ).fetchone()
+        if row is not None:
+            return CollectionInfo(int(row[0]), name, json.loads(row[1]))
+        new = self.conn.execute(
+            "INSERT INTO collections (name, config) VALUES (%s, %s) RETURNING id",
+            (name, _json(config)),
+        ).fetchone()[0]
+        self.touched.add(int(new))
+        return CollectionInfo(int(new), name, config)
+
+    def set_config(self, collection: CollectionInfo, config: dict[str, Any]) -> None:
+        self.conn.execute(
+            "UPDATE collections SET config = %s WHERE id = %s", (_json(config), collection.id)
+        )
+        self._configs[collection.id] = config
+        self.touched.add(collection.id)
+
+    def _config(self, collection: CollectionInfo) -> dict[str, Any]:
+        config = self._configs.get(collection.id)
+        if config is None:
+            row = self.conn.execute(
+                "SELECT config FROM collections WHERE id = %s", (collection.id,)
+            ).fetchone()
+            config = self._configs[collection.id] = json.loads(row[0])
+        return config
+
+    def content_hashes(self, collection: CollectionInfo, doc_ids: Sequence[str]) -> dict[str, str]:
+        return dict(
+            self.conn.execute(
+                "SELECT doc_id, content_hash FROM documents"
+                " WHERE collection_id = %s AND doc_id = ANY(%s)",
+                (collection.id, list(doc_ids)),
+            ).fetchall()
+        )
+
+    # -- removing ---------------------------------------------------------------------
+    def _remove(self, collection: CollectionInfo, document_ids: Sequence[int]) -> int:
+        """Delete documents (row ids) with their chunks, postings and statistics, in one
+        statement (document frequencies that reach 0 stay as 0 and are ignored)."""
+        if not document_ids:
+            return 0
+        if (self._config(collection).get("embedding") or {}).get("model"):
+            self._cache_vectors(collection, document_ids)
+        gone = self.conn.execute(
+            "WITH gone AS (SELECT id, length, embedding IS NOT NULL AS has, terms FROM chunks"
+            "  WHERE document_id = ANY(%(docs)s)),"
+            " gt AS (SELECT g.id, t.term FROM gone g, unnest(g.terms) AS t(term)),"
+            " dp AS (DELETE FROM postings p USING gt WHERE p.collection_id = %(c)s"
+            "  AND p.term = gt.term AND p.chunk_id = gt.id),"
+            " us AS (UPDATE term_stats s SET df = s.df - n.n FROM (SELECT term, count(*) AS n"
+            "  FROM gt GROUP BY term) n WHERE s.collection_id = %(c)s AND s.term = n.term),"
+            " dd AS (DELETE FROM documents WHERE id = ANY(%(docs)s))"
+            " SELECT count(*), coalesce(sum(length), 0), count(*) FILTER (WHERE has) FROM gone",
+            {"docs": list(document_ids), "c": collection.id},
+        ).fetchone()
+        chunks, length, vectors = (int(x) for x in gone)
+        self._count(collection, -chunks, -length, -vectors)
+        return chunks
+
+    def _count(self, collection: CollectionInfo, chunks: int, length: int, vectors: int) -> None:
+        """Counter changes, applied once at `finish`."""
+        delta = self._deltas.setdefault(collection.id, [0, 0, 0])
+        delta[0] += chunks
+        delta[1] += length
+        delta[2] += vectors
+        self.touched.add(collection.id)
+
+    def _cache_vectors(self, collection: CollectionInfo, document_ids: Sequence[int]) -> None:
+        """Keep the vectors of chunks about to be deleted, so re-adding their text is free."""
+        model = (self._config(collection).get("embedding") or {}).get("model")
+        rows = (
+            self.conn.cursor(binary=True)
+            .execute(
+                "SELECT d.title, c.text, c.embedding FROM chunks c JOIN documents d"
+                " ON d.id = c.document_id WHERE c.document_id = ANY(%s)"
+                " AND c.embedding IS NOT NULL",
+                (list(document_ids),),
+            )
+            .fetchall()
+        )
+        if not rows:
+            return
+        entries = {text_hash(t, x): v for t, x, v in rows}
+        with self.conn.cursor() as cur:
+            cur.executemany(
+                "INSERT INTO vector_cache (model, text_hash, vector) VALUES (%s, %s, %s)"
+                " ON CONFLICT (model, text_hash) DO UPDATE SET vector = EXCLUDED.vector,"
+                " id = nextval('vector_cache_id_seq')",
+                [(model, h, v) for h, v in entries.items()],
+            )
+        self.conn.execute(
+            "DELETE FROM vector_cache WHERE id <= (SELECT max(id) FROM vector_cache) - %s",
+            (VECTOR_CACHE_LIMIT,),
+        )
+
+    def delete(self, collection: CollectionInfo, doc_id: str) -> int | None:
+        row = self.conn.execute(
+            "SELECT id FROM documents WHERE collection_id = %s AND doc_id = %s",
+            (collection.id, doc_id),
+        ).fetchone()
+        self.touched.add(collection.id)
+        if row is None:
+            return None
+        return self._remove(collection, [int(row[0])])
+
+    # -- adding -----------------------------------------------------------------------
+    def put(self, collection: CollectionInfo, documents: Sequence[NewDocument]) -> WriteOutcome:
+        outcome = WriteOutcome()
+        self.touched.add(collection.id)
+        if not documents:
+            return outcome
+        existing = self.conn.execute(
+            "SELECT id FROM documents WHERE collection_id = %s AND doc_id = ANY(%s)",
+            (collection.id, [d.document.id for d in documents]),
+        ).fetchall()
+        outcome.removed_chunks = self._remove(collection, [int(r[0]) for r in existing])
+        config = self._config(collection)
+        dimension = dimension_of(config)
+        chunks = [c for d in documents for c in d.chunks]
+        known = [c.vector for c in chunks if c.vector is not None]
+        if known and dimension is None:
+            dimension = int(known[0].shape[0])
+            embedding = {**(config.get("embedding") or {}), "dimension": dimension}
+            self.set_config(collection, {**config, "embedding": embedding})
+        for vector in known:
+            if vector.shape != (dimension,):
+                raise InputError(
+                    f"a vector has {vector.shape[0]} dimensions; the collection's model has "
+                    f"{dimension}"
+                )
+        rows = self._insert(collection, documents)
+        length = sum(len(c.terms) for c in chunks)
+        self._count(collection, len(rows), length, len(known))
+        outcome.documents = len(documents)
+        outcome.chunks = len(rows)
+        outcome.rows = rows
+        outcome.pending = len(chunks) - len(known) if dimension is not None else 0
+        return outcome
+
+    def _insert(self, collection: CollectionInfo, documents: Sequence[NewDocument]) -> list[int]:
+        """COPY the documents, chunks and postings in; returns the chunk row ids."""
+        conn = self.conn
+        n_chunks = sum(len(d.chunks) for d in documents)
+        doc_ids, chunk_ids = conn.execute(
+            "SELECT array(SELECT nextval('documents_id_seq') FROM generate_series(1, %s)),"
+            " array(SELECT nextval('chunks_id_seq') FROM generate_series(1, %s))",
+            (len(documents), n_chunks),
+        ).fetchone()
+        now = time.time()
+        df: Counter[str] = Counter()
+        with conn.cursor() as cur:
+            with cur.copy(
+                "COPY documents (id, collection_id, doc_id, source, title, metadata,"
+                " content_hash, length, gaps, indexed_at) FROM STDIN"
+            ) as copy:
+                for row_id, new in zip(doc_ids, documents):
+                    d = new.document
+                    spans = [(c.start, c.end, c.text) for c in new.chunks]
+                    copy.write_row(
+                        (
+                            row_id,
+                            collection.id,
+                            d.id,
+                            d.source,
+                            d.title,
+                            _json(d.metadata),
+                            new.content_hash,
+                            len(d.text),
+                            document_gaps(d.text, spans),
+                            now,
+                        )
+                    )
+            ids = iter(chunk_ids)
+            postings: list[tuple[int, str, int, int]] = []
+            with cur.copy(
+                'COPY chunks (id, collection_id, document_id, n, start, "end", text, own,'
+                " metadata, length, terms, tfs, embedding) FROM STDIN"
+            ) as copy:
+                for doc_row, new in zip(doc_ids, documents):
+                    base = new.document.metadata
+                    for c in new.chunks:
+                        row_id = next(ids)
+                        counts = Counter(c.terms)
+                        df.update(counts.keys())
+                        length = len(c.terms)
+                        postings.extend((row_id, t, f, length) for t, f in counts.items())
+                        merged = {**base, **c.metadata} if c.metadata else base
+                        copy.write_row(
+                            (
+                                row_id,
+                                collection.id,
+                                doc_row,
+                                c.n,
+                                c.start,
+                                c.end,
+                                c.text,
+                                _json(c.metadata) if c.metadata else None,
+                                _json(merged),
+                                length,
+                                list(counts),
+                                list(counts.values()),
+                                None if c.vector is None else vector_text(c.vector),
+                            )
+                        )
+            with cur.copy(
+                "COPY postings (collection_id, term, chunk_id, tf, length) FROM STDIN"
+            ) as copy:
+                for row_id, term, tf, length in postings:
+                    copy.write_row((collection.id, term, row_id, tf, length))
+        if df:
+            conn.execute(
+                "INSERT INTO term_stats (collection_id, term, df)"
+                " SELECT %s, t, n FROM unnest(%s::text[], %s::int[]) AS u(t, n)"
+                " ON CONFLICT (collection_id, term) DO UPDATE SET df = term_stats.df + EXCLUDED.df",
+                (collection.id, list(df), list(df.values())),
+            )
+        return chunk_ids
+
+    # -- vectors ----------------------------------------------------------------------
+    def set_vectors(
+        self, collection: CollectionInfo, rows: Sequence[int], vectors: np.ndarray
+    ) -> int:
+        self.touched.add(collection.id)
+        if not len(rows):
+            return 0
+        config = self._config(collection)
+        dimension = dimension_of(config)
+        vectors = np.asarray(vectors, np.float32)
+        if dimension is None:
+            dimension = int(vectors.shape[1])
+            embedding = {**(config.get("embedding") or {}), "dimension": dimension}
+            self.set_config(collection, {**config, "embedding": embedding})
+        if vectors.shape[1] != dimension:
+            raise InputError(f"vectors have {vectors.shape[1]} dimensions, expected {dimension}")
+        ids = [int(r) for r in rows]
+        filled = self.conn.execute(
+            "SELECT count(*) FROM chunks WHERE id = ANY(%s) AND collection_id = %s"
+            " AND embedding IS NULL",
+            (ids, collection.id),
+        ).fetchone()[0]
+        alive = self.conn.execute(
+            "UPDATE chunks c SET embedding = u.v::vector FROM unnest(%s::bigint[], %s::text[])"
+            " AS u(id, v) WHERE c.id = u.id AND c.collection_id = %s",
+            (ids, [vector_text(v) for v in vectors], collection.id),
+        ).rowcount
+        self._count(collection, 0, 0, filled)
+        return alive
+
+    def reset_vectors(self, collection: CollectionInfo, config: dict[str, Any]) -> None:
+        old = self._config(collection)
+        embedding = dict(config.get("embedding") or {})
+        embedding["epoch"] = epoch_of(old) + 1
+        dimension = dimension_of(old)
+        if dimension:
+            self.conn.execute(f'DROP INDEX IF EXISTS "{index_name(collection.id, dimension)}"')
+            self.store.indexer.forget(collection.id)
+        self.conn.execute(
+            "UPDATE chunks SET embedding = NULL WHERE collection_id = %s AND embedding IS NOT NULL",
+            (collection.id,),
+        )
+        self.conn.execute("UPDATE collections SET vectors = 0 WHERE id = %s", (collection.id,))
+        self._deltas.get(collection.id, [0, 0, 0])[2] = 0
+        self.set_config(collection, {**config, "embedding": embedding})
+
+    # -- commit -----------------------------------------------------------------------
+    def finish(self) -> None:
+        """Apply the counters and record the new generation (just before COMMIT)."""
+        for collection_id in sorted(self.touched):
+            chunks, length, vectors = self._deltas.get(collection_id, (0, 0, 0))
+            row = self.conn.execute(
+                "UPDATE collections SET chunks = chunks + %s, total_length = total_length + %s,"
+                " vectors = vectors + %s, changed = %s WHERE id = %s RETURNING vectors, config",
+                (chunks, length, vectors, self.generation, collection_id),
+            ).fetchone()
+            if row is not None and vectors > 0:
+                dimension = dimension_of(json.loads(row[1])) or 0
+                self.grown[collection_id] = (int(row[0]), dimension)
