@@ -84,8 +84,7 @@ def test_unusable_index_file_is_503(tmp_path: Path) -> None:
     broken.write_bytes(b"this is not a sqlite database at all" * 100)
     with ServerProcess(broken) as server, httpx.Client(base_url=server.url, timeout=30) as http:
         health = http.get("/health")
-        assert health.status_code == 503
-        assert health.json()["ok"] is False and health.json()["index"]["open"] is False
+        assert health.status_code == 503 and health.json() == {"ok": False}
         for response in (
             http.post("/query", json={"query": "x"}),
             http.post("/index", json={"documents": [{"id": "a", "text": "b"}]}),

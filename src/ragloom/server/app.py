@@ -1,4 +1,4 @@
-"""The FastAPI application: routes, error handlers, token and body-size middleware."""
+"""The FastAPI application: routes, error handlers, Host, token and body-size middleware."""
 
 from __future__ import annotations
 
@@ -14,6 +14,8 @@ from ragloom.errors import StoreError
 from ragloom.server import handlers
 from ragloom.server.auth import OPEN_PATHS, BearerAuth
 from ragloom.server.holder import IndexHolder
+from ragloom.server.hosts import HostCheck, allowed_names
+from ragloom.server.jobs import IndexJobs
 from ragloom.server.limits import BodyLimit
 from ragloom.server.pending import PendingFiller
 from ragloom.server.routes import build_router
@@ -21,12 +23,14 @@ from ragloom.server.settings import ServerSettings
 from ragloom.server.worker import BatchWorker
 
 QUERY_THREADS = 2  # more than one: a query waiting on an embedding service stalls no other
+INDEX_JOBS = 2  # concurrent /index jobs; the rest queue without taking query threads
 
 
 def create_app(settings: ServerSettings) -> FastAPI:
     """Build the sidecar app for one configuration (the index opens at startup)."""
     holder = IndexHolder(settings.index_path, settings.embedder)
     worker = BatchWorker(threads=QUERY_THREADS)
+    jobs = IndexJobs(INDEX_JOBS, settings.index_timeout)
 
     filler = PendingFiller(
         lambda limit: holder.get().fill_pending(limit=limit),
@@ -39,6 +43,7 @@ def create_app(settings: ServerSettings) -> FastAPI:
             holder.get().warm()  # load segments and models now, not on the first query
         filler.start()  # embeds chunks indexed while the embedding service was down
         yield
+        jobs.stop_all()  # running /index jobs stop at their next file or block
         filler.stop()
         worker.close()
         holder.close()
@@ -53,12 +58,14 @@ def create_app(settings: ServerSettings) -> FastAPI:
     )
     app.state.holder = holder
     app.state.settings = settings
-    app.include_router(build_router(holder, settings, worker))
+    app.include_router(build_router(holder, settings, worker, jobs))
     handlers.install(app)
     app.add_middleware(handlers.CatchAll)
     app.add_middleware(BodyLimit, max_body=settings.max_body)
     if settings.token:
         app.add_middleware(BearerAuth, token=settings.token)
+    # Outermost: a request for another host is refused before anything else looks at it.
+    app.add_middleware(HostCheck, names=allowed_names(settings.host, settings.allowed_hosts))
     app.openapi = lambda: _openapi(app, bool(settings.token))  # type: ignore[method-assign]
     return app
 

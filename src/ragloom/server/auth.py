@@ -11,6 +11,13 @@ from ragloom.server.responses import error_response
 OPEN_PATHS = frozenset({"/health"})
 
 
+def token_matches(header: bytes, token: bytes) -> bool:
+    """True when an `Authorization` header value is `Bearer <token>` (constant-time compare)."""
+    scheme, _, credentials = header.strip().partition(b" ")
+    ok_scheme = scheme.lower() == b"bearer"
+    return hmac.compare_digest(credentials.strip(), token) and ok_scheme
+
+
 class BearerAuth:
     """Answer 401 unless `Authorization: Bearer <token>` matches (compared in constant time)."""
 
@@ -25,9 +32,7 @@ class BearerAuth:
         for name, value in scope.get("headers", ()):
             if name == b"authorization":
                 header = value
-        scheme, _, credentials = header.strip().partition(b" ")
-        ok_scheme = scheme.lower() == b"bearer"
-        return hmac.compare_digest(credentials.strip(), self.token) and ok_scheme
+        return token_matches(header, self.token)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["path"] in self.open_paths or self.authorized(scope):

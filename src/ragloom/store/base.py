@@ -10,7 +10,7 @@ this; the engine (chunking, embedding, ranking, packing) is shared.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
 from typing import Any
 
@@ -114,6 +114,30 @@ class Snapshot(ABC):
     @abstractmethod
     def document_counts(self) -> dict[str, dict[str, int]]:
         """documents and chunks per collection."""
+
+    # File identity, for `Index.index_path`: a file document's metadata "path" equals its id
+    # and its source is the file's real path. These defaults page through `documents()`;
+    # a backend answers them with one indexed query each.
+    def file_ids_by_source(self, collection: str, sources: Sequence[str]) -> dict[str, list[str]]:
+        """Ids of the file documents whose source is one of `sources`, by source."""
+        wanted, found = set(sources), {}
+        for doc in self._every_document(collection):
+            if doc.source in wanted and doc.metadata.get("path") == doc.doc_id:
+                found.setdefault(doc.source, []).append(doc.doc_id)
+        return found
+
+    def sources_of(self, collection: str, doc_ids: Sequence[str]) -> dict[str, str | None]:
+        """The source of each of `doc_ids` stored in the collection."""
+        wanted = set(doc_ids)
+        return {d.doc_id: d.source for d in self._every_document(collection) if d.doc_id in wanted}
+
+    def _every_document(self, collection: str) -> Iterator[StoredDocument]:
+        if collection not in self.collections():
+            return
+        offset = 0
+        while page := self.documents(collection, offset, 1000):
+            yield from page
+            offset += len(page)
 
 
 class Write(ABC):
