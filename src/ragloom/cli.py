@@ -234,10 +234,12 @@ def index_cmd(
 def _print_index_report(report: IndexReport) -> None:
     """Skipped and failed files on stderr, then the summary line (and an error if any failed)."""
     for path, reason in report.skipped:
-        err.print(f"[yellow]skipped[/] {escape(path)}: {escape(reason)}", highlight=False)
+        line = f"[yellow]skipped[/] {escape(path)}: {escape(reason)}"
+        err.print(line, highlight=False, soft_wrap=True)
     for failure in report.failed:
         reason = failure.reason.removeprefix(f"{failure.path}: ").removeprefix(f"{failure.path}, ")
-        err.print(f"[red]failed[/] {escape(failure.path)}: {escape(reason)}", highlight=False)
+        line = f"[red]failed[/] {escape(failure.path)}: {escape(reason)}"
+        err.print(line, highlight=False, soft_wrap=True)
     out.print(
         f"indexed {report.documents} document(s), {report.chunks} chunk(s) from "
         f"{report.files} file(s); {report.unchanged} unchanged, {len(report.skipped)} skipped"

@@ -25,6 +25,7 @@ from ragloom.models import Document
 
 SUPPORTED_SUFFIXES = (".txt", ".md", ".markdown", ".jsonl", *CODE_SUFFIXES)
 MARKDOWN_SUFFIXES = (".md", ".markdown")
+CHANGING = "changed while it was being examined"
 
 
 def shown(path: str | Path) -> str:
@@ -164,7 +165,11 @@ class _Discovery:
             raise PathNotFound(
                 f"no such file or folder: {self.label(path)}", "check the path and try again"
             ) from None
-        real = Path(os.path.realpath(path))
+        try:
+            real = Path(os.path.realpath(path))
+        except OSError:  # a link in the path changed while it was being resolved
+            self.skip(path, path.parent, CHANGING)
+            return
         if self.roots and _root_of(real, self.roots) is None:
             self.skip(path, path.parent, "outside the allowed folders")
             return
@@ -210,7 +215,11 @@ class _Discovery:
             except OSError as exc:
                 self.skip(file, real_top, _broken_link(exc))
                 return
-            real = Path(os.path.realpath(file))
+            try:
+                real = Path(os.path.realpath(file))
+            except OSError:
+                self.skip(file, real_top, CHANGING)
+                return
             if not stat.S_ISREG(info.st_mode):
                 self.skip(file, real_top, f"symbolic link to a {kind_of(info.st_mode)}")
                 return
