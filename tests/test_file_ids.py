@@ -71,7 +71,8 @@ def test_two_folders_sharing_a_name_conflict_loudly(tmp_path: Path, two_worlds) 
             report = index.index_path(other.parent)
         assert [(f.code, f.path) for f in report.failed] == [("id_conflict", str(other))]
         assert index.search("floating isles")[0].document_id == "world.txt"  # not replaced
-        both = index.index_path([bible.parent, other.parent], collection="both")
+        with pytest.warns(UserWarning, match="already belongs to"):
+            both = index.index_path([bible.parent, other.parent], collection="both")
         assert [f.code for f in both.failed] == ["id_conflict"]
         index.index_path(other.parent, collection="orun")  # its own collection: fine
         assert _ids(index, "orun") == ["world.txt"]

@@ -166,7 +166,8 @@ def test_malformed_jsonl_line_reports_its_number(tmp_path: Path, line: str, reas
         assert info.value.line == 4
         assert info.value.offset == len(JSONL.encode())
         assert index.stats()["documents"] == 0  # nothing of the bad batch was written
-        report = index.index_path(tmp_path / "bad.jsonl")  # reported: the rest goes on
+        with pytest.warns(UserWarning, match="line 4"):
+            report = index.index_path(tmp_path / "bad.jsonl")  # reported: the rest goes on
         assert [(f.code, f.line) for f in report.failed] == [("bad_record", 4)]
 
 

@@ -15,6 +15,7 @@ from click.testing import CliRunner
 import ragloom
 import ragloom.index
 from ragloom.cli import cli
+from ragloom.errors import StorageError, StorageFull, StoreError
 from ragloom.server.app import create_app
 from ragloom.server.launch import ServerProcess, free_port
 from ragloom.server.settings import DEFAULT_MAX_BODY, ServerSettings
@@ -112,3 +113,27 @@ def test_settings_defaults_and_root_resolution(tmp_path: Path) -> None:
     assert settings.max_body == DEFAULT_MAX_BODY == 10 * 1024 * 1024
     assert settings.roots == ((tmp_path / "real").resolve(),)
     assert settings.token is None
+
+
+@pytest.mark.parametrize(
+    ("error", "status"), [(StorageFull, 507), (StorageError, 503)], ids=["full", "io-error"]
+)
+def test_storage_errors_answer_their_typed_status(
+    live: httpx.Client, monkeypatch, error: type[StoreError], status: int
+) -> None:
+    """What the store raises when the disk is full (or failing) reaches the caller typed."""
+    assert live.post("/index", json={"documents": [{"id": "d1", "text": "heron"}]}).is_success
+
+    def refuse(conn, collection_id, documents):
+        raise error("cannot write the index: No space left on device", "free some disk space")
+
+    monkeypatch.setattr(SQLiteStore, "insert_documents", staticmethod(refuse))
+    response = live.post("/index", json={"documents": [{"id": "d2", "text": "stork"}]})
+    assert response.status_code == status, response.text
+    body = response.json()["error"]
+    assert (body["code"], body["hint"]) == (error.code, "free some disk space")
+    with ragloom.Client(str(live.base_url)) as client, pytest.raises(error) as raised:
+        client.add([{"id": "d3", "text": "crane"}])
+    assert raised.value.code == error.code and raised.value.status == status
+    monkeypatch.undo()
+    assert live.post("/query", json={"query": "heron"}).json()["results"][0]["document_id"] == "d1"

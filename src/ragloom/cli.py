@@ -709,7 +709,7 @@ def eval_cmd(
 @click.option(
     "--allow-hardlinks",
     is_flag=True,
-    help="Index files that have other hard links (refused by default: see docs/http.md).",
+    help="Index files that have other hard links (refused by default: docs/untrusted-input.md).",
 )
 @click.option(
     "--max-file-size",

@@ -117,7 +117,6 @@ class FileRun:
         fail_fast: bool = False,
         stop: StopSignal | None = None,
         on_file: Callable[[int, int], None] | None = None,
-        ids: FileIds | None = None,
         validate: Callable[[Document], Any] | None = None,
     ) -> None:
         self.lenient = lenient
@@ -134,11 +133,13 @@ class FileRun:
         self.done = 0
         self.current = ""
         self._stale_of: dict[int, list[str]] = {}
-        self.files = self._settle_ids(list(files), ids)
+        self.files = list(files)
 
     # -- ids ------------------------------------------------------------------------------
-    def _settle_ids(self, files: list[FoundFile], ids: FileIds | None) -> list[FoundFile]:
-        """Give each file the id it is stored under, if any; refuse ids of other files."""
+    def settle_ids(self, ids: FileIds | None) -> None:
+        """Give each file the id it is stored under, if any; refuse ids of other files
+        (`ids` None: only files of this run are checked against each other)."""
+        files = self.files
         plain = [
             i for i, f in enumerate(files) if not f.skip and f.error is None and not f.is_jsonl
         ]
@@ -165,7 +166,6 @@ class FileRun:
                 files[i] = replace(file, error=_conflict(file, other))
             elif i in fresh and _another_file(owners.get(file.id), file):
                 files[i] = replace(file, error=_conflict(file, "another file indexed before"))
-        return files
 
     # -- the run --------------------------------------------------------------------------
     def documents(self) -> Iterator[Document]:
@@ -228,9 +228,8 @@ def index_files(
     policy: ReadPolicy | None = None,
     fail_fast: bool = False,
     stop: StopSignal | None = None,
-    ids: FileIds | None = None,
 ) -> FileRun:
-    """Discover the files under `paths` and prepare a run over them."""
+    """Discover the files under `paths` and prepare a run over them (`settle_ids` next)."""
     policy = policy or DEFAULT_POLICY
     files = discover_files(paths, include, exclude, policy, lenient)
-    return FileRun(files, lenient, fields, policy, fail_fast, stop, ids=ids)
+    return FileRun(files, lenient, fields, policy, fail_fast, stop)
