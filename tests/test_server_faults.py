@@ -3,6 +3,9 @@ file answers 503; bad `serve` options are refused before the server starts."""
 
 from __future__ import annotations
 
+import os
+import sqlite3
+import subprocess
 import threading
 import time
 from pathlib import Path
@@ -116,24 +119,60 @@ def test_settings_defaults_and_root_resolution(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    ("error", "status"), [(StorageFull, 507), (StorageError, 503)], ids=["full", "io-error"]
+    ("failure", "error", "status"),
+    [
+        ("database or disk is full", StorageFull, 507),
+        ("disk I/O error", StorageError, 503),
+    ],
+    ids=["full", "io-error"],
 )
 def test_storage_errors_answer_their_typed_status(
-    live: httpx.Client, monkeypatch, error: type[StoreError], status: int
+    live: httpx.Client, monkeypatch, failure: str, error: type[StoreError], status: int
 ) -> None:
-    """What the store raises when the disk is full (or failing) reaches the caller typed."""
+    """SQLite failing at commit (a full disk, an I/O error) reaches the caller typed, with the
+    old version intact; the Python client raises the same class."""
+    from ragloom.store.sqlite.write import SQLiteWrite
+
     assert live.post("/index", json={"documents": [{"id": "d1", "text": "heron"}]}).is_success
+    real_finish = SQLiteWrite.finish
 
-    def refuse(conn, collection_id, documents):
-        raise error("cannot write the index: No space left on device", "free some disk space")
+    def fail(self):
+        real_finish(self)
+        raise sqlite3.OperationalError(failure)
 
-    monkeypatch.setattr(SQLiteStore, "insert_documents", staticmethod(refuse))
+    monkeypatch.setattr(SQLiteWrite, "finish", fail)
     response = live.post("/index", json={"documents": [{"id": "d2", "text": "stork"}]})
     assert response.status_code == status, response.text
-    body = response.json()["error"]
-    assert (body["code"], body["hint"]) == (error.code, "free some disk space")
+    assert response.json()["error"]["code"] == error.code
     with ragloom.Client(str(live.base_url)) as client, pytest.raises(error) as raised:
         client.add([{"id": "d3", "text": "crane"}])
     assert raised.value.code == error.code and raised.value.status == status
     monkeypatch.undo()
     assert live.post("/query", json={"query": "heron"}).json()["results"][0]["document_id"] == "d1"
+    assert live.post("/query", json={"query": "stork crane"}).json()["results"] == []
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="mounting a tmpfs needs root")
+def test_a_full_disk_over_http_is_507(tmp_path: Path) -> None:
+    """The server's index on a 1 MB file system: writes fill it, the answer is 507."""
+    mount = tmp_path / "small"
+    mount.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mount)], check=True)
+    try:
+        env = {"RAGLOOM_EMBEDDER": "none"}
+        with (
+            ServerProcess(mount / "i.db", env=env) as server,
+            httpx.Client(base_url=server.url, timeout=30) as http,
+        ):
+            response = None
+            for i in range(400):
+                words = " ".join(f"w{i}x{j}" for j in range(300))
+                body = {"documents": [{"id": f"d{i}-{j}", "text": words} for j in range(5)]}
+                response = http.post("/index", json=body)
+                if response.status_code != 200:
+                    break
+            assert response is not None and response.status_code == 507, response.text
+            assert response.json()["error"]["code"] == "storage_full"
+            assert http.post("/query", json={"query": "w0x1"}).status_code == 200
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], check=False)
