@@ -30,6 +30,7 @@ from ragloom.enrich import Enricher
 from ragloom.errors import InputError, NotFound
 from ragloom.lexical import BM25Params
 from ragloom.loading import JsonlFields, ReadPolicy, StopSignal, index_files
+from ragloom.loading.run import batches
 from ragloom.models import Document, Hit, MultiSearchResult, SearchResult
 from ragloom.retrieval.search import Ranking, SearchOptions
 from ragloom.store import StoredDocument
@@ -244,14 +245,19 @@ class Index:
         self._ingest.collection(collection)
         run.settle_ids(_StoredFileIds(self.store, collection))
         run.on_file, run.validate = on_file, check_document
-        added = self.add(run.documents(), collection, None, enrichers, on_embed_error)
-        for stale in run.stale:  # the same file stored under another id before: one document
+        report = IndexReport()
+        for batch in batches(run.documents()):  # bounded in size, whatever the files' sizes
+            added = self._ingest.add(batch, collection, None, enrichers, on_embed_error)
+            for name in ("documents", "unchanged", "chunks", "pending", "embedding_seconds"):
+                setattr(report, name, getattr(report, name) + getattr(added, name))
+            report.embedding_error = added.embedding_error or report.embedding_error
+        self._ingest.collection(collection)  # exists even when no document landed
+        if report.chunks and not report.embedding_error:
+            self._fill_after_success(report)
+        for stale in run.stale:  # stored under another id, or a part no longer there
             with suppress(NotFound):
                 self.delete(stale, collection)
-        report = IndexReport(files=run.done, skipped=run.skipped, failed=run.failed)
-        for name in ("documents", "unchanged", "chunks", "pending", "embedding_error"):
-            setattr(report, name, getattr(added, name))
-        report.embedding_seconds = added.embedding_seconds
+        report.files, report.skipped, report.failed = run.done, run.skipped, run.failed
         return report
 
     def delete(self, doc_id: str, collection: str = DEFAULT_COLLECTION) -> int:

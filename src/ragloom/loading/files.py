@@ -14,6 +14,7 @@ import os
 import stat
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
+from itertools import chain
 from pathlib import Path
 
 from ragloom.chunking.code import CODE_SUFFIXES, language_for
@@ -21,6 +22,7 @@ from ragloom.errors import InputError, PathNotFound, RagloomError
 from ragloom.loading.decode import StreamDecoder, looks_binary, sniff_encoding
 from ragloom.loading.jsonl import JsonlFields, lines_of, records
 from ragloom.loading.opening import DEFAULT_POLICY, NotRegular, OpenFile, ReadPolicy, kind_of
+from ragloom.loading.parts import part_id, text_parts
 from ragloom.models import Document
 
 SUPPORTED_SUFFIXES = (".txt", ".md", ".markdown", ".jsonl", *CODE_SUFFIXES)
@@ -80,8 +82,8 @@ class FoundFile:
 class LoadedFile:
     """What reading one file gave: its documents, or why it was skipped.
 
-    For a JSONL file `documents` is a one-pass iterator that reads the file as it goes
-    (errors in a line surface while iterating); for other files it is a list.
+    For a JSONL file, and a text file in several parts, `documents` is a one-pass iterator
+    that reads the file as it goes (errors surface while iterating); otherwise a list.
     """
 
     path: Path
@@ -274,14 +276,51 @@ def _markdown_title(text: str) -> str | None:
     return None
 
 
-def _text(opened: OpenFile, first: bytes, lenient: bool) -> str:
-    """The whole text of an open file, decoded block by block (its encoding from `first`)."""
+def _decoded(opened: OpenFile, first: bytes, lenient: bool) -> Iterator[str]:
+    """An open file's text, decoded block by block; checks at the end it did not change."""
     decoder = StreamDecoder(opened.shown, sniff_encoding(first), lenient)
-    pieces = [decoder.decode(first)]
-    pieces.extend(decoder.decode(block) for block in opened.blocks_after_first())
-    pieces.append(decoder.decode(b"", final=True))
+    yield decoder.decode(first)
+    for block in opened.blocks_after_first():
+        yield decoder.decode(block)
+    yield decoder.decode(b"", final=True)
     opened.check_unchanged()
-    return "".join(pieces)
+
+
+def _part_documents(
+    file: FoundFile, parts: Iterator[tuple[int, str]], title: str | None, kind: str
+) -> Iterator[Document]:
+    """The documents of a file in several parts (see `ragloom.loading.parts`)."""
+    for number, (offset, text) in enumerate(parts, start=1):
+        if text.strip():
+            metadata = {"path": file.id, "type": kind, "part": number, "offset": offset}
+            doc_id = part_id(file.id, number)
+            yield Document(doc_id, text, title, file.source, metadata)
+
+
+def _text_documents(
+    opened: OpenFile, first: bytes, file: FoundFile, lenient: bool, policy: ReadPolicy
+) -> list[Document] | Iterator[Document]:
+    """A text file's documents: a list when it is one part (read whole and closed), else a
+    one-pass iterator that reads on as it goes (and closes the file at the end)."""
+    parts = text_parts(_decoded(opened, first, lenient), policy.part_chars)
+    offset, text = next(parts)
+    second = next(parts, None)
+    suffix = file.path.suffix.lower()
+    title = _markdown_title(text) if suffix in MARKDOWN_SUFFIXES else None
+    kind = language_for(file.path.name) or suffix.lstrip(".") or "text"
+    if second is None:
+        opened.close()
+        if not text.strip():
+            return []
+        metadata = {"path": file.id, "type": kind}
+        return [Document(id=file.id, text=text, title=title, source=file.source, metadata=metadata)]
+
+    def every_part() -> Iterator[Document]:
+        with opened:
+            rest = chain([(offset, text), second], parts)
+            yield from _part_documents(file, rest, title, kind)
+
+    return every_part()
 
 
 def _jsonl_documents(
@@ -313,7 +352,8 @@ def load_file(
     """Read one file: skips binaries and non-regular files, raises on invalid text unless
     lenient, and on anything the policy refuses (size, hard links, a link swapped in).
 
-    JSONL files are streamed record by record; code files get their language as `type`.
+    JSONL files are streamed record by record, text files longer than `policy.part_chars`
+    part by part (see `ragloom.loading.parts`); code files get their language as `type`.
     """
     if file.skip:
         return LoadedFile(file.path, skipped=file.skip)
@@ -330,20 +370,7 @@ def load_file(
             return LoadedFile(file.path, skipped="binary file")
         if file.is_jsonl:
             return LoadedFile(file.path, _jsonl_documents(opened, first, file, lenient, fields))
-        with opened:
-            text = _text(opened, first, lenient)
+        return LoadedFile(file.path, _text_documents(opened, first, file, lenient, policy))
     except BaseException:
         opened.close()
         raise
-    loaded = LoadedFile(file.path)
-    if not text.strip():
-        return loaded
-    suffix = file.path.suffix.lower()
-    title = _markdown_title(text) if suffix in MARKDOWN_SUFFIXES else None
-    kind = language_for(file.path.name) or suffix.lstrip(".") or "text"
-    doc_id = file.id
-    metadata = {"path": doc_id, "type": kind}
-    loaded.documents = [
-        Document(id=doc_id, text=text, title=title, source=file.source, metadata=metadata)
-    ]
-    return loaded

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ragloom.errors import FileChanged, FileRefused, FileTooLarge, InputError, ReadTimeout
+from ragloom.loading.parts import DEFAULT_PART_CHARS
 
 DEFAULT_MAX_FILE_SIZE = 256 * 1024 * 1024  # 256 MiB
 BLOCK = 1024 * 1024
@@ -40,12 +41,14 @@ class ReadPolicy:
     the paths shown are then relative to the root a file lies in. `allow_hardlinks`: read
     files that have other hard links (a link inside a root may name a file outside it).
     `max_file_size`: bytes (0: no limit). `read_timeout`: seconds per file (None: none).
+    `part_chars`: a text file longer than this is indexed in parts (`loading.parts`).
     """
 
     roots: tuple[Path, ...] = ()
     allow_hardlinks: bool = True
     max_file_size: int = DEFAULT_MAX_FILE_SIZE
     read_timeout: float | None = None
+    part_chars: int = DEFAULT_PART_CHARS
 
 
 DEFAULT_POLICY = ReadPolicy()
@@ -180,7 +183,7 @@ class OpenFile:
         now = os.fstat(self.fd)
         if (now.st_size, now.st_mtime_ns) != (self.info.st_size, self.info.st_mtime_ns):
             raise FileChanged(
-                f"{self.shown} changed while it was being read; not indexed",
+                f"{self.shown} changed while it was being read",
                 "index it again once it is no longer being written",
             )
 

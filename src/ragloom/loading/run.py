@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import threading
 import warnings
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
@@ -21,6 +21,8 @@ from ragloom.loading.files import FoundFile, discover_files, load_file, shown
 from ragloom.loading.jsonl import JsonlFields
 from ragloom.loading.opening import DEFAULT_POLICY, ReadPolicy
 from ragloom.models import Document
+
+WRITE_CHARS = 4_000_000  # characters of documents one write takes at most (about)
 
 
 @dataclass
@@ -154,7 +156,7 @@ class FileRun:
             if have:
                 chosen = file.id if file.id in have else min(have, key=lambda d: (len(d), d))
                 files[i] = replace(file, doc_id=chosen)
-                self._stale_of[i] = [d for d in have if d != chosen]
+                self._stale_of[i] = have  # what this run does not write again goes
             else:
                 fresh.append(i)
         owners = ids.owners([files[i].id for i in fresh]) if ids is not None and fresh else {}
@@ -193,6 +195,7 @@ class FileRun:
             warnings.warn(f"skipped {file.shown}: {loaded.skipped}", stacklevel=3)
             return
         self.read += 1
+        written = set()
         for doc in loaded.documents:
             self._check_stop()
             if self.validate is not None:
@@ -203,8 +206,9 @@ class FileRun:
                         raise InputError(f"{file.shown}: {exc.message}", exc.hint) from None
                     warnings.warn(f"skipped a record of {file.shown}: {exc.message}", stacklevel=3)
                     continue
+            written.add(doc.id)
             yield doc
-        self.stale.extend(self._stale_of.get(number, ()))
+        self.stale.extend(d for d in self._stale_of.get(number, ()) if d not in written)
 
     def _check_stop(self) -> None:
         if self.stop is not None:
@@ -217,6 +221,23 @@ def _conflict(file: FoundFile, holder: str) -> IdConflict:
         "index one of the two folders into another collection (--collection), or delete"
         " the other document first",
     )
+
+
+def batches(
+    documents: Iterable[Document], max_chars: int = WRITE_CHARS, max_documents: int = 512
+) -> Iterator[list[Document]]:
+    """Documents in lists of at most `max_documents` and about `max_chars` characters, so
+    that what one write holds in memory is bounded whatever the files' sizes."""
+    batch: list[Document] = []
+    size = 0
+    for doc in documents:
+        batch.append(doc)
+        size += len(doc.text) if isinstance(doc.text, str) else 0
+        if len(batch) >= max_documents or size >= max_chars:
+            yield batch
+            batch, size = [], 0
+    if batch:
+        yield batch
 
 
 def index_files(

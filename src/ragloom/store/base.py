@@ -116,13 +116,14 @@ class Snapshot(ABC):
         """documents and chunks per collection."""
 
     # File identity, for `Index.index_path`: a file document's metadata "path" equals its id
-    # and its source is the file's real path. These defaults page through `documents()`;
-    # a backend answers them with one indexed query each.
+    # (a part's id is `{path}#{part}`) and its source is the file's real path. These defaults
+    # page through `documents()`; a backend answers them with one indexed query each.
     def file_ids_by_source(self, collection: str, sources: Sequence[str]) -> dict[str, list[str]]:
-        """Ids of the file documents whose source is one of `sources`, by source."""
+        """Ids of the file documents (and parts) whose source is one of `sources`, by source."""
         wanted, found = set(sources), {}
         for doc in self._every_document(collection):
-            if doc.source in wanted and doc.metadata.get("path") == doc.doc_id:
+            path, part = doc.metadata.get("path"), doc.metadata.get("part")
+            if doc.source in wanted and doc.doc_id in (path, f"{path}#{part}"):
                 found.setdefault(doc.source, []).append(doc.doc_id)
         return found
 

@@ -145,7 +145,9 @@ class SQLiteSnapshot(Snapshot):
             return {}
         sql = (
             "SELECT source, doc_id FROM documents WHERE collection_id = ?"
-            " AND source IN ({marks}) AND json_extract(metadata, '$.path') = doc_id"
+            " AND source IN ({marks}) AND (json_extract(metadata, '$.path') = doc_id"
+            " OR json_extract(metadata, '$.path') || '#' || json_extract(metadata, '$.part')"
+            " = doc_id)"
         )
         found: dict[str, list[str]] = {}
         for source, doc_id in rows_in(self.conn, sql, [row.id], list(sources)):
