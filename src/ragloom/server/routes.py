@@ -39,6 +39,7 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
     for status, text in (
         (400, "Malformed JSON"),
         (413, "Body over the size limit"),
+        (421, "Host header not answered here (bad_host: DNS rebinding protection)"),
         (415, "Body is not JSON"),
         (422, "Request does not fit the schema"),
         (500, "Unexpected server error"),
