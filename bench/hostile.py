@@ -136,7 +136,7 @@ def growing(folder: Path, size: int) -> list[str]:
 
 
 def append_forever(folder: Path) -> Callable[[], None]:
-    """Append about 100 MB/s to log.txt until stopped (it grows past any fixed size)."""
+    """Append about 10 MB/s to log.txt until stopped (it grows while it is read)."""
     stop = threading.Event()
 
     def run() -> None:
@@ -146,7 +146,7 @@ def append_forever(folder: Path) -> Callable[[], None]:
             while not stop.is_set():
                 handle.write(block)
                 handle.flush()
-                time.sleep(0.01)
+                time.sleep(0.1)
 
     thread = threading.Thread(target=run, daemon=True)
     thread.start()
