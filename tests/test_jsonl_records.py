@@ -55,7 +55,7 @@ def test_bad_collection_value_names_the_line(tmp_path: Path, value: str) -> None
     )
     with Index(tmp_path / "i.db") as index:
         with pytest.raises(RecordError, match="line 2: field 'kind' must be a collection name"):
-            index.index_path(path, jsonl=JsonlFields(collection="kind"))
+            index.index_path(path, jsonl=JsonlFields(collection="kind"), fail_fast=True)
         with pytest.warns(UserWarning, match="line 2"):
             report = index.index_path(path, jsonl=JsonlFields(collection="kind"), lenient=True)
         assert report.documents == 1

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from ragloom import DecodeError, Index, InputError, JsonlFields, PathNotFound, RecordError
+from ragloom import DecodeError, Index, JsonlFields, PathNotFound, RecordError
 from ragloom.loading import discover_files, load_file
 from ragloom.loading.files import FoundFile
 
@@ -91,22 +91,29 @@ def test_index_path_warns_and_reports_binary_skips(tree: Path, tmp_path: Path):
     assert [Path(p).name for p, _ in report.skipped] == ["image.png"]
 
 
-def test_invalid_utf8_in_a_tree_raises_and_keeps_earlier_commits(tmp_path: Path):
+def test_invalid_utf8_in_a_tree_fails_that_file_only(tmp_path: Path):
     root = tmp_path / "docs"
     write(root / "good.txt", "The good file is about copper lanterns.")
     with Index(tmp_path / "i.db") as index:
         index.index_path(root)
-        write(root / "zz_bad.txt", b"bad \xc3\x28 sequence")
-        with pytest.raises(DecodeError, match="zz_bad.txt"):
-            index.index_path(root)
+        write(root / "a_bad.txt", b"fine line\nbad \xc3\x28 sequence")
+        write(root / "later.txt", "A later file about pewter bells.")
+        with pytest.warns(UserWarning, match="a_bad.txt"):
+            report = index.index_path(root)
+        assert [(f.path, f.code, f.offset, f.line) for f in report.failed] == [
+            (str(root / "a_bad.txt"), "invalid_utf8", 14, 2)
+        ]
+        assert index.search("pewter bells")[0].document_id == "later.txt"
         assert index.search("copper lanterns")[0].document_id == "good.txt"
+        with pytest.raises(DecodeError, match="a_bad.txt"):
+            index.index_path(root, fail_fast=True)
 
 
 def test_markdown_chunks_carry_heading_paths(tmp_path: Path):
     text = "# Guide\n\nIntro words about the guide.\n\n## Install\n\nRun the installer twice.\n"
     write(tmp_path / "g.md", text)
     with Index(tmp_path / "i.db") as index:
-        index.index_path(tmp_path / "g.md")
+        index.index_path(tmp_path)
         hit = index.search("installer", top_k=1)[0]
     assert hit.metadata["headings"] == ["Guide", "Install"]
     assert hit.document_id == "g.md" and hit.title == "Guide"
@@ -155,9 +162,13 @@ def test_malformed_jsonl_line_reports_its_number(tmp_path: Path, line: str, reas
     write(tmp_path / "bad.jsonl", JSONL + line + "\n")
     with Index(tmp_path / "i.db") as index:
         with pytest.raises(RecordError, match=f"line 4: .*{reason}") as info:
-            index.index_path(tmp_path / "bad.jsonl")
+            index.index_path(tmp_path / "bad.jsonl", fail_fast=True)
         assert info.value.line == 4
+        assert info.value.offset == len(JSONL.encode())
         assert index.stats()["documents"] == 0  # nothing of the bad batch was written
+        with pytest.warns(UserWarning, match="line 4"):
+            report = index.index_path(tmp_path / "bad.jsonl")  # reported: the rest goes on
+        assert [(f.code, f.line) for f in report.failed] == [("bad_record", 4)]
 
 
 def test_lenient_jsonl_skips_bad_lines(tmp_path: Path):
@@ -170,14 +181,13 @@ def test_lenient_jsonl_skips_bad_lines(tmp_path: Path):
 def test_jsonl_records_without_id_get_line_based_ids(tmp_path: Path):
     write(tmp_path / "n.jsonl", '{"text": "first record"}\n{"text": "second record"}\n')
     with Index(tmp_path / "i.db") as index:
-        index.index_path(tmp_path / "n.jsonl")
+        index.index_path(tmp_path)
         assert {d.doc_id for d in index.documents()} == {"n.jsonl:1", "n.jsonl:2"}
 
 
-def test_unreadable_file_is_a_clear_error(tmp_path: Path):
+def test_a_folder_is_not_read_as_a_file(tmp_path: Path):
     folder = write(tmp_path / "looks_like.txt" / "inner.txt", "x").parent  # a folder, not a file
-    with pytest.raises(InputError, match="cannot read .*looks_like.txt"):
-        load_file(FoundFile(folder, tmp_path))
+    assert load_file(FoundFile(folder, tmp_path)).skipped == "not a regular file (folder)"
 
 
 def test_symlinks_leading_outside_the_folder_are_skipped(tmp_path: Path):
@@ -189,6 +199,7 @@ def test_symlinks_leading_outside_the_folder_are_skipped(tmp_path: Path):
     with Index(tmp_path / "i.db") as index, pytest.warns(UserWarning, match="outside"):
         report = index.index_path(root)
         assert [(Path(p).name, r) for p, r in report.skipped] == [
-            ("link.txt", "symlink to outside the folder")
+            ("alias.txt", f"the same file as {root / 'inside.txt'}"),
+            ("link.txt", "symlink to outside the folder"),
         ]
-        assert {d.doc_id for d in index.documents()} == {"inside.txt", "alias.txt"}
+        assert {d.doc_id for d in index.documents()} == {"inside.txt"}  # one file, one document

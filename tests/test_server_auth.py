@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import httpx
@@ -79,9 +80,15 @@ def test_missing_or_wrong_token_is_401(
     assert response.json()["error"]["code"] == "unauthorized"
 
 
-def test_health_needs_no_token(anon: httpx.Client) -> None:
-    body = anon.get("/health").json()
-    assert body["ok"] is True and body["index"]["open"] is True
+def test_health_needs_no_token_and_tells_only_the_token_holder(
+    anon: httpx.Client, http: httpx.Client, server: ServerProcess
+) -> None:
+    assert anon.get("/health").json() == {"ok": True}
+    wrong = anon.get("/health", headers={"Authorization": "Bearer nope"})
+    assert wrong.json() == {"ok": True}
+    full = http.get("/health").json()
+    assert full["index"]["open"] is True and full["index"]["path"] == server.index_path.name
+    assert str(server.index_path.parent) not in json.dumps(full)
 
 
 def test_token_grants_access_and_schema_declares_it(http: httpx.Client) -> None:

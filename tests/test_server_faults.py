@@ -3,6 +3,9 @@ file answers 503; bad `serve` options are refused before the server starts."""
 
 from __future__ import annotations
 
+import os
+import sqlite3
+import subprocess
 import threading
 import time
 from pathlib import Path
@@ -15,6 +18,7 @@ from click.testing import CliRunner
 import ragloom
 import ragloom.index
 from ragloom.cli import cli
+from ragloom.errors import StorageError, StorageFull, StoreError
 from ragloom.server.app import create_app
 from ragloom.server.launch import ServerProcess, free_port
 from ragloom.server.settings import DEFAULT_MAX_BODY, ServerSettings
@@ -84,8 +88,7 @@ def test_unusable_index_file_is_503(tmp_path: Path) -> None:
     broken.write_bytes(b"this is not a sqlite database at all" * 100)
     with ServerProcess(broken) as server, httpx.Client(base_url=server.url, timeout=30) as http:
         health = http.get("/health")
-        assert health.status_code == 503
-        assert health.json()["ok"] is False and health.json()["index"]["open"] is False
+        assert health.status_code == 503 and health.json() == {"ok": False}
         for response in (
             http.post("/query", json={"query": "x"}),
             http.post("/index", json={"documents": [{"id": "a", "text": "b"}]}),
@@ -113,3 +116,63 @@ def test_settings_defaults_and_root_resolution(tmp_path: Path) -> None:
     assert settings.max_body == DEFAULT_MAX_BODY == 10 * 1024 * 1024
     assert settings.roots == ((tmp_path / "real").resolve(),)
     assert settings.token is None
+
+
+@pytest.mark.parametrize(
+    ("failure", "error", "status"),
+    [
+        ("database or disk is full", StorageFull, 507),
+        ("disk I/O error", StorageError, 503),
+    ],
+    ids=["full", "io-error"],
+)
+def test_storage_errors_answer_their_typed_status(
+    live: httpx.Client, monkeypatch, failure: str, error: type[StoreError], status: int
+) -> None:
+    """SQLite failing at commit (a full disk, an I/O error) reaches the caller typed, with the
+    old version intact; the Python client raises the same class."""
+    from ragloom.store.sqlite.write import SQLiteWrite
+
+    assert live.post("/index", json={"documents": [{"id": "d1", "text": "heron"}]}).is_success
+    real_finish = SQLiteWrite.finish
+
+    def fail(self):
+        real_finish(self)
+        raise sqlite3.OperationalError(failure)
+
+    monkeypatch.setattr(SQLiteWrite, "finish", fail)
+    response = live.post("/index", json={"documents": [{"id": "d2", "text": "stork"}]})
+    assert response.status_code == status, response.text
+    assert response.json()["error"]["code"] == error.code
+    with ragloom.Client(str(live.base_url)) as client, pytest.raises(error) as raised:
+        client.add([{"id": "d3", "text": "crane"}])
+    assert raised.value.code == error.code and raised.value.status == status
+    monkeypatch.undo()
+    assert live.post("/query", json={"query": "heron"}).json()["results"][0]["document_id"] == "d1"
+    assert live.post("/query", json={"query": "stork crane"}).json()["results"] == []
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="mounting a tmpfs needs root")
+def test_a_full_disk_over_http_is_507(tmp_path: Path) -> None:
+    """The server's index on a 1 MB file system: writes fill it, the answer is 507."""
+    mount = tmp_path / "small"
+    mount.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mount)], check=True)
+    try:
+        env = {"RAGLOOM_EMBEDDER": "none"}
+        with (
+            ServerProcess(mount / "i.db", env=env) as server,
+            httpx.Client(base_url=server.url, timeout=30) as http,
+        ):
+            response = None
+            for i in range(400):
+                words = " ".join(f"w{i}x{j}" for j in range(300))
+                body = {"documents": [{"id": f"d{i}-{j}", "text": words} for j in range(5)]}
+                response = http.post("/index", json=body)
+                if response.status_code != 200:
+                    break
+            assert response is not None and response.status_code == 507, response.text
+            assert response.json()["error"]["code"] == "storage_full"
+            assert http.post("/query", json={"query": "w0x1"}).status_code == 200
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], check=False)

@@ -15,9 +15,9 @@ from rich.table import Table
 from ragloom import __version__
 from ragloom.console import err, out, print_json, progress, report_line
 from ragloom.errors import RagloomError
-from ragloom.index import DEFAULT_COLLECTION, Index
+from ragloom.index import DEFAULT_COLLECTION, Index, IndexReport
 from ragloom.lexical import BM25Params
-from ragloom.loading import JsonlFields
+from ragloom.loading import DEFAULT_MAX_FILE_SIZE, JsonlFields, ReadPolicy
 
 _progress = progress  # (shared with the evaluation commands: ragloom.console)
 
@@ -27,6 +27,26 @@ def _open(ctx: click.Context, create: bool = False) -> Index:
 
 
 _print_json = print_json
+
+
+class ByteSize(click.ParamType):
+    """A size in bytes: `1000`, `64K`, `256M`, `2G` (powers of 1024); 0 means no limit."""
+
+    name = "size"
+    _UNITS = {"": 1, "B": 1, "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
+        if isinstance(value, int):
+            return value
+        text = str(value).strip().upper().removesuffix("IB").removesuffix("B")
+        number, unit = text.rstrip("KMGT"), text[len(text.rstrip("KMGT")) :]
+        try:
+            size = float(number) * self._UNITS[unit]
+        except (ValueError, KeyError):
+            self.fail(f"{value!r} is not a size (e.g. 1000, 64K, 256M, 2G)", param, ctx)
+        if size < 0:
+            self.fail("a size cannot be negative", param, ctx)
+        return int(size)
 
 
 collection_option = click.option(
@@ -112,6 +132,14 @@ def cli(ctx: click.Context, index_path: str, store: str | None, embedder: str) -
 @click.option("--title-field", default="title", show_default=True, help="JSONL title field.")
 @click.option("--text-field", default="text", show_default=True, help="JSONL text field.")
 @click.option("--collection-field", help="JSONL field naming each record's collection.")
+@click.option("--fail-fast", is_flag=True, help="Stop at the first file that cannot be indexed.")
+@click.option(
+    "--max-file-size",
+    type=ByteSize(),
+    default=str(DEFAULT_MAX_FILE_SIZE // 2**20) + "M",
+    show_default=True,
+    help="Largest file read, in bytes or with K/M/G (0: no limit).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.pass_context
 def index_cmd(
@@ -131,9 +159,15 @@ def index_cmd(
     title_field: str,
     text_field: str,
     collection_field: str | None,
+    fail_fast: bool,
+    max_file_size: int,
     as_json: bool,
 ) -> None:
-    """Index files and folders (text, Markdown, JSONL, source code); unchanged files are skipped."""
+    """Index files and folders (text, Markdown, JSONL, source code); unchanged files are skipped.
+
+    Every good file is indexed; a file that cannot be is reported with its reason and
+    position, and the command then exits with status 1.
+    """
     with _open(ctx, create=True) as index:
         chunking = None
         if chunk_size is not None or overlap is not None or min_chunk is not None:
@@ -172,16 +206,39 @@ def index_cmd(
         with warnings.catch_warnings(record=True) as caught, _progress("indexing") as update:
             warnings.simplefilter("always")
             report = index.index_path(
-                list(paths), collection, include, exclude, lenient, fields, on_file=update
+                list(paths),
+                collection,
+                include,
+                exclude,
+                lenient,
+                fields,
+                on_file=update,
+                fail_fast=fail_fast,
+                policy=ReadPolicy(max_file_size=max_file_size),
             )
         for warning in caught:
-            if not str(warning.message).startswith("skipped ") or lenient:
-                err.print(f"[yellow]warning:[/] {escape(str(warning.message))}", highlight=False)
+            message = str(warning.message)
+            if not message.startswith(("skipped ", "failed ")) or (
+                lenient and message.startswith("skipped ")
+            ):
+                err.print(f"[yellow]warning:[/] {escape(message)}", highlight=False)
     if as_json:
-        _print_json({"ok": True, **report.to_dict()})
-        return
+        _print_json({"ok": not report.failed, **report.to_dict()})
+    else:
+        _print_index_report(report)
+    if report.failed:
+        sys.exit(1)
+
+
+def _print_index_report(report: IndexReport) -> None:
+    """Skipped and failed files on stderr, then the summary line (and an error if any failed)."""
     for path, reason in report.skipped:
-        err.print(f"[yellow]skipped[/] {escape(path)}: {escape(reason)}", highlight=False)
+        line = f"[yellow]skipped[/] {escape(path)}: {escape(reason)}"
+        err.print(line, highlight=False, soft_wrap=True)
+    for failure in report.failed:
+        reason = failure.reason.removeprefix(f"{failure.path}: ").removeprefix(f"{failure.path}, ")
+        line = f"[red]failed[/] {escape(failure.path)}: {escape(reason)}"
+        err.print(line, highlight=False, soft_wrap=True)
     out.print(report_line(report))
     if report.pending:
         err.print(
@@ -191,6 +248,15 @@ def index_cmd(
             highlight=False,
             markup=False,
         )
+    if report.failed:
+        hints = dict.fromkeys(f.hint for f in report.failed if f.hint)
+        click.echo(
+            f"error: {len(report.failed)} of {report.files} file(s) could not be indexed"
+            " (the others were)",
+            err=True,
+        )
+        for hint in hints:
+            click.echo(f"hint: {hint}", err=True)
 
 
 def _json_option(value: str | None, name: str) -> Any:
@@ -584,6 +650,38 @@ def migrate(source: str, target: str, as_json: bool) -> None:
     type=click.IntRange(min=1),
     help="Largest request body in bytes.",
 )
+@click.option(
+    "--allow-host",
+    "allowed_hosts",
+    multiple=True,
+    help="Another Host name to answer for besides loopback and --host (repeatable; '*': any).",
+)
+@click.option(
+    "--allow-hardlinks",
+    is_flag=True,
+    help="Index files that have other hard links (refused by default: docs/untrusted-input.md).",
+)
+@click.option(
+    "--max-file-size",
+    type=ByteSize(),
+    default=str(DEFAULT_MAX_FILE_SIZE // 2**20) + "M",
+    show_default=True,
+    help="Largest file /index reads (0: no limit).",
+)
+@click.option(
+    "--read-timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    default=30.0,
+    show_default=True,
+    help="Seconds to read one file.",
+)
+@click.option(
+    "--index-timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    default=600.0,
+    show_default=True,
+    help="Seconds one /index request may run before it is stopped.",
+)
 @click.option("--access-log", is_flag=True, help="Log every request.")
 @click.pass_context
 def serve(
@@ -593,6 +691,11 @@ def serve(
     roots: tuple[str, ...],
     token: str | None,
     max_body: int,
+    allowed_hosts: tuple[str, ...],
+    allow_hardlinks: bool,
+    max_file_size: int,
+    read_timeout: float,
+    index_timeout: float,
     access_log: bool,
 ) -> None:
     """Run the HTTP sidecar (JSON API, OpenAPI at /openapi.json)."""
@@ -600,7 +703,19 @@ def serve(
     from ragloom.server.settings import ServerSettings
 
     embedder = ctx.obj.get("embedder", "auto")
-    settings = ServerSettings.build(ctx.obj["index_path"], roots, token, max_body, embedder)
+    settings = ServerSettings.build(
+        ctx.obj["index_path"],
+        roots,
+        token,
+        max_body,
+        embedder,
+        host=host,
+        allowed_hosts=allowed_hosts,
+        allow_hardlinks=allow_hardlinks,
+        max_file_size=max_file_size,
+        read_timeout=read_timeout,
+        index_timeout=index_timeout,
+    )
     run_server(settings, host=host, port=port, access_log=access_log)
 
 

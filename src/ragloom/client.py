@@ -16,6 +16,7 @@ import httpx
 
 from ragloom.errors import RagloomError
 from ragloom.index import IndexReport
+from ragloom.loading.run import FileFailure
 from ragloom.models import Document, Hit, SearchResult
 from ragloom.server.errors import ServerError, error_from_payload
 
@@ -39,12 +40,17 @@ def _document_json(doc: Document | Mapping[str, Any]) -> dict[str, Any]:
 
 def _report(data: Mapping[str, Any]) -> IndexReport:
     skipped = [(s["path"], s["reason"]) for s in data.get("skipped", ())]
+    failed = [
+        FileFailure(f["path"], f["code"], f["reason"], f.get("hint"), f.get("offset"), f["line"])
+        for f in data.get("failed", ())
+    ]
     return IndexReport(
         documents=data["documents"],
         unchanged=data["unchanged"],
         chunks=data["chunks"],
         files=data.get("files", 0),
         skipped=skipped,
+        failed=failed,
     )
 
 
@@ -177,5 +183,5 @@ class Client:
         return self._call("GET", "/stats")
 
     def health(self) -> dict[str, Any]:
-        """Server version and index status (needs no token)."""
+        """Whether the server is up (needs no token); version and index counts with the token."""
         return self._call("GET", "/health")

@@ -92,6 +92,8 @@ def report_line(report: Any) -> str:
         f"indexed {report.documents} document(s), {report.chunks} chunk(s) from "
         f"{report.files} file(s); {report.unchanged} unchanged, {len(report.skipped)} skipped"
     )
+    if report.failed:
+        line += f", {len(report.failed)} failed"
     if report.embedded:
         seconds = report.embedding_seconds
         rate = report.embedded / seconds if seconds else 0.0

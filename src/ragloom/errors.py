@@ -28,17 +28,27 @@ class PathNotFound(InputError):
 
 
 class DecodeError(InputError):
-    """A file is not valid UTF-8; names the file and the byte offset."""
+    """A file's text does not decode (UTF-8, or the UTF-16/32 its byte-order mark names);
+    names the file, the byte offset in it and, when known, the line."""
 
     code = "invalid_utf8"
 
-    def __init__(self, path: str, offset: int, reason: str) -> None:
+    def __init__(
+        self,
+        path: str,
+        offset: int,
+        reason: str,
+        line: int | None = None,
+        encoding: str = "UTF-8",
+    ) -> None:
+        where = f"byte {offset}" if line is None else f"byte {offset}, line {line}"
         super().__init__(
-            f"{path}: invalid UTF-8 at byte {offset} ({reason})",
+            f"{path}: invalid {encoding} at {where} ({reason})",
             "fix the file's encoding, or index it with --lenient to replace bad bytes",
         )
         self.path = path
         self.offset = offset
+        self.line = line
 
 
 class RecordError(InputError):
@@ -46,13 +56,57 @@ class RecordError(InputError):
 
     code = "bad_record"
 
-    def __init__(self, path: str, line: int, reason: str) -> None:
+    def __init__(self, path: str, line: int, reason: str, offset: int | None = None) -> None:
         super().__init__(
             f"{path}, line {line}: {reason}",
             "fix that line, or index with --lenient to skip bad lines",
         )
         self.path = path
         self.line = line
+        self.offset = offset  # byte offset of the line's start, when known
+
+
+class IdConflict(InputError):
+    """A file's document id already belongs to another file that still exists."""
+
+    code = "id_conflict"
+
+
+class FileError(InputError):
+    """One file could not be indexed (the others of the run still are)."""
+
+    code = "file_error"
+
+
+class FileTooLarge(FileError):
+    """A file is over the maximum file size."""
+
+    code = "file_too_large"
+
+
+class FileChanged(FileError):
+    """A file changed (or a link appeared in its path) while it was being read."""
+
+    code = "file_changed"
+
+
+class FileRefused(FileError):
+    """A file may not be read under the configured policy (e.g. it has other hard links)."""
+
+    code = "file_refused"
+
+
+class ReadTimeout(FileError):
+    """Reading one file took longer than its time limit."""
+
+    code = "read_timeout"
+
+
+class IndexTimeout(RagloomError):
+    """An indexing job was stopped: it ran past its time limit, or the server is shutting
+    down. What was committed before stays; indexing again finishes the rest."""
+
+    code = "timeout"
 
 
 class StoreError(RagloomError):

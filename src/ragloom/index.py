@@ -7,9 +7,8 @@ version and every failed write change nothing).
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -18,13 +17,20 @@ import numpy as np
 from ragloom.config import CollectionConfig
 from ragloom.context import GROUNDING_INSTRUCTION, PackedContext
 from ragloom.embedding import Embedder, resolve_embedder
-from ragloom.engine.ingest import IndexReport, Ingest, check_collection_name, embedding_text
+from ragloom.engine.ingest import (
+    IndexReport,
+    Ingest,
+    check_collection_name,
+    check_document,
+    embedding_text,
+)
 from ragloom.engine.models import Models, embedding_config
 from ragloom.engine.searching import DEFAULT_COLLECTION, Reading, Searcher
 from ragloom.enrich import Enricher
 from ragloom.errors import InputError, NotFound
 from ragloom.lexical import BM25Params
-from ragloom.loading import JsonlFields, discover_files, load_file
+from ragloom.loading import JsonlFields, ReadPolicy, StopSignal, index_files
+from ragloom.loading.run import batches
 from ragloom.models import Document, Hit, MultiSearchResult, SearchResult
 from ragloom.retrieval.search import SEARCH_SETTINGS, Ranking, SearchOptions
 from ragloom.store import StoredDocument
@@ -43,6 +49,21 @@ def _options(top_k: int = 5, **kwargs: Any) -> SearchOptions:
         if name in kwargs:
             kwargs[name] = tuple(kwargs[name] or ())
     return SearchOptions(top_k=top_k, unset=unset, **kwargs)
+
+
+class _StoredFileIds:
+    """`ragloom.loading.run.FileIds` over one collection of the store (one snapshot a call)."""
+
+    def __init__(self, store: Any, collection: str) -> None:
+        self.store, self.collection = store, collection
+
+    def by_source(self, sources: Sequence[str]) -> dict[str, list[str]]:
+        with self.store.snapshot() as snap:
+            return snap.file_ids_by_source(self.collection, sources)
+
+    def owners(self, doc_ids: Sequence[str]) -> dict[str, str | None]:
+        with self.store.snapshot() as snap:
+            return snap.sources_of(self.collection, doc_ids)
 
 
 class IndexReading:
@@ -207,35 +228,40 @@ class Index:
         on_file: Callable[[int, int], None] | None = None,
         enrichers: Sequence[Enricher] = (),
         on_embed_error: str = "pending",
+        *,
+        fail_fast: bool = False,
+        policy: ReadPolicy | None = None,
+        stop: StopSignal | None = None,
     ) -> IndexReport:
         """Index a file, a list of files or directory trees (include/exclude globs).
 
-        Binary files are skipped with a warning; invalid UTF-8 raises `DecodeError` unless
-        `lenient` (then bad bytes become U+FFFD and bad JSONL lines are skipped).
-        `on_file(done, total)` reports progress.
+        Every good file is indexed; a file that cannot be (invalid text, a bad JSONL line, over
+        `policy.max_file_size`, ...) is reported in `report.failed` with a warning, or raised
+        at once with `fail_fast`. Binary and non-regular files are skipped with a warning.
+        `lenient` replaces invalid bytes with U+FFFD and skips bad JSONL lines. One file is
+        one document however it is reached (see `ragloom.loading.run`).
+        `on_file(done, total)` reports progress; `stop` ends the run early (IndexTimeout).
         """
         if isinstance(paths, (str, Path)):
             paths = [paths]
-        files = discover_files(paths, include, exclude)
+        run = index_files(paths, include, exclude, lenient, jsonl, policy, fail_fast, stop)
+        self._ingest.collection(collection)
+        run.settle_ids(_StoredFileIds(self.store, collection))
+        run.on_file, run.validate = on_file, check_document
         report = IndexReport()
-
-        def documents() -> Iterable[Document]:
-            for done, found in enumerate(files, start=1):
-                loaded = load_file(found, lenient=lenient, fields=jsonl)
-                report.files += 1
-                if loaded.skipped:
-                    report.skipped.append((str(found.path), loaded.skipped))
-                    warnings.warn(f"skipped {found.path}: {loaded.skipped}", stacklevel=3)
-                yield from loaded.documents
-                if on_file:
-                    on_file(done, len(files))
-
-        added = self.add(
-            documents(), collection=collection, enrichers=enrichers, on_embed_error=on_embed_error
-        )
-        for name in ("documents", "unchanged", "chunks", "pending", "embedding_error", "embedded"):
-            setattr(report, name, getattr(added, name))
-        report.embedding_seconds = added.embedding_seconds
+        for batch in batches(run.documents()):  # bounded in size, whatever the files' sizes
+            added = self._ingest.add(batch, collection, None, enrichers, on_embed_error)
+            for name in ("documents", "unchanged", "chunks", "pending", "embedded"):
+                setattr(report, name, getattr(report, name) + getattr(added, name))
+            report.embedding_seconds += added.embedding_seconds
+            report.embedding_error = added.embedding_error or report.embedding_error
+        self._ingest.collection(collection)  # exists even when no document landed
+        if report.chunks and not report.embedding_error:
+            self._fill_after_success(report)
+        for stale in run.stale:  # stored under another id, or a part no longer there
+            with suppress(NotFound):
+                self.delete(stale, collection)
+        report.files, report.skipped, report.failed = run.done, run.skipped, run.failed
         return report
 
     def delete(self, doc_id: str, collection: str = DEFAULT_COLLECTION) -> int:

@@ -24,6 +24,7 @@ from ragloom.embedding import Embedder
 from ragloom.engine.models import Models, embedding_config
 from ragloom.enrich import Enricher, enrich_span, enrichers_fingerprint
 from ragloom.errors import EmbeddingError, EmbeddingMismatch, InputError
+from ragloom.loading.run import FileFailure
 from ragloom.models import Document
 from ragloom.store.base import Store
 from ragloom.store.records import CollectionInfo, NewChunk, NewDocument
@@ -43,6 +44,7 @@ class IndexReport:
     chunks: int = 0  # chunks written
     files: int = 0  # files read
     skipped: list[tuple[str, str]] = field(default_factory=list)  # (path, reason)
+    failed: list[FileFailure] = field(default_factory=list)  # files that could not be indexed
     pending: int = 0  # chunks stored without a vector (the embedding service failed)
     embedding_error: str | None = None  # why they are pending
     embedding_seconds: float = 0.0  # time spent computing vectors
@@ -55,6 +57,7 @@ class IndexReport:
             "chunks": self.chunks,
             "files": self.files,
             "skipped": [{"path": p, "reason": r} for p, r in self.skipped],
+            "failed": [f.to_dict() for f in self.failed],
             "pending": self.pending,
             "embedding_error": self.embedding_error,
             "embedding_seconds": round(self.embedding_seconds, 3),

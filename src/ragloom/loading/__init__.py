@@ -1,4 +1,4 @@
-"""Turn paths into Documents: discovery, decoding, JSONL records."""
+"""Turn paths into Documents: discovery, safe opening, decoding, JSONL records, runs."""
 
 from ragloom.loading.files import (
     SUPPORTED_SUFFIXES,
@@ -9,16 +9,24 @@ from ragloom.loading.files import (
     load_file,
 )
 from ragloom.loading.jsonl import JsonlFields, decoded_lines, read_jsonl, read_jsonl_file
+from ragloom.loading.opening import DEFAULT_MAX_FILE_SIZE, ReadPolicy
+from ragloom.loading.run import FileFailure, FileRun, StopSignal, index_files
 
 __all__ = [
+    "DEFAULT_MAX_FILE_SIZE",
     "SUPPORTED_SUFFIXES",
-    "JsonlFields",
+    "FileFailure",
+    "FileRun",
     "FoundFile",
+    "JsonlFields",
     "LoadedFile",
+    "ReadPolicy",
+    "StopSignal",
+    "decoded_lines",
     "discover_files",
     "document_id_for",
+    "index_files",
     "load_file",
-    "decoded_lines",
     "read_jsonl",
     "read_jsonl_file",
 ]

@@ -1,4 +1,4 @@
-"""The FastAPI application: routes, error handlers, token and body-size middleware."""
+"""The FastAPI application: routes, error handlers, Host, token and body-size middleware."""
 
 from __future__ import annotations
 
@@ -15,7 +15,9 @@ from ragloom.errors import StoreError
 from ragloom.server import handlers
 from ragloom.server.auth import OPEN_PATHS, BearerAuth
 from ragloom.server.holder import IndexHolder
+from ragloom.server.hosts import HostCheck, allowed_names
 from ragloom.server.inspector import build_inspector
+from ragloom.server.jobs import IndexJobs
 from ragloom.server.limits import BodyLimit
 from ragloom.server.metrics import CONTENT_TYPE, RequestMetrics, ServerMetrics
 from ragloom.server.pending import PendingFiller
@@ -24,6 +26,7 @@ from ragloom.server.settings import ServerSettings
 from ragloom.server.worker import BatchWorker
 
 QUERY_THREADS = 2  # more than one: a query waiting on an embedding service stalls no other
+INDEX_JOBS = 2  # concurrent /index jobs; the rest queue without taking query threads
 
 
 def create_app(settings: ServerSettings) -> FastAPI:
@@ -31,6 +34,7 @@ def create_app(settings: ServerSettings) -> FastAPI:
     holder = IndexHolder(settings.index_path, settings.embedder)
     worker = BatchWorker(threads=QUERY_THREADS)
     metrics = ServerMetrics(holder)
+    jobs = IndexJobs(INDEX_JOBS, settings.index_timeout)
 
     filler = PendingFiller(
         lambda limit: holder.get().fill_pending(limit=limit),
@@ -43,6 +47,7 @@ def create_app(settings: ServerSettings) -> FastAPI:
             holder.get().warm()  # load segments and models now, not on the first query
         filler.start()  # embeds chunks indexed while the embedding service was down
         yield
+        jobs.stop_all()  # running /index jobs stop at their next file or block
         filler.stop()
         worker.close()
         metrics.close()
@@ -59,7 +64,7 @@ def create_app(settings: ServerSettings) -> FastAPI:
     app.state.holder = holder
     app.state.settings = settings
     app.state.metrics = metrics
-    app.include_router(build_router(holder, settings, worker, metrics))
+    app.include_router(build_router(holder, settings, worker, jobs, metrics))
     app.include_router(build_inspector())
 
     @app.get("/metrics", include_in_schema=False)
@@ -72,7 +77,9 @@ def create_app(settings: ServerSettings) -> FastAPI:
     app.add_middleware(BodyLimit, max_body=settings.max_body)
     if settings.token:
         app.add_middleware(BearerAuth, token=settings.token)
-    app.add_middleware(RequestMetrics, metrics=metrics)  # outermost: counts 401s and 413s too
+    app.add_middleware(RequestMetrics, metrics=metrics)  # counts 401s and 413s too
+    # Outermost: a request for another host is refused before anything else looks at it.
+    app.add_middleware(HostCheck, names=allowed_names(settings.host, settings.allowed_hosts))
     app.openapi = lambda: _openapi(app, bool(settings.token))  # type: ignore[method-assign]
     return app
 

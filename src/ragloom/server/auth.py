@@ -18,6 +18,13 @@ def _inspector_asset(path: str) -> bool:
     return any(path == p or path.startswith(p + "/") for p in OPEN_PREFIXES)
 
 
+def token_matches(header: bytes, token: bytes) -> bool:
+    """True when an `Authorization` header value is `Bearer <token>` (constant-time compare)."""
+    scheme, _, credentials = header.strip().partition(b" ")
+    ok_scheme = scheme.lower() == b"bearer"
+    return hmac.compare_digest(credentials.strip(), token) and ok_scheme
+
+
 class BearerAuth:
     """Answer 401 unless `Authorization: Bearer <token>` matches (compared in constant time)."""
 
@@ -32,9 +39,7 @@ class BearerAuth:
         for name, value in scope.get("headers", ()):
             if name == b"authorization":
                 header = value
-        scheme, _, credentials = header.strip().partition(b" ")
-        ok_scheme = scheme.lower() == b"bearer"
-        return hmac.compare_digest(credentials.strip(), self.token) and ok_scheme
+        return token_matches(header, self.token)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         path = scope["path"]

@@ -39,6 +39,12 @@ class PayloadTooLarge(RagloomError):
     code = "too_large"
 
 
+class MisdirectedHost(RagloomError):
+    """The request's `Host` header names a host this server does not answer for (HTTP 421)."""
+
+    code = "bad_host"
+
+
 class ServerError(RagloomError):
     """The server failed unexpectedly; details stay in the server's log (HTTP 500)."""
 
@@ -51,15 +57,20 @@ STATUS_BY_CODE: dict[str, int] = {
     "bad_request": 400,
     "unauthorized": 401,
     "forbidden": 403,
+    "file_refused": 403,
     "not_found": 404,
     "method_not_allowed": 405,
     "too_large": 413,
+    "bad_host": 421,
     "unsupported_media_type": 415,
     "invalid_request": 422,
     "bad_input": 422,
     "invalid_utf8": 422,
     "bad_record": 422,
     "embedding_mismatch": 409,
+    "id_conflict": 409,
+    "file_changed": 409,
+    "file_too_large": 422,
     "needs_vectors": 409,
     "internal": 500,
     "embedding_error": 502,
@@ -70,6 +81,8 @@ STATUS_BY_CODE: dict[str, int] = {
     "storage_full": 507,
     "offline": 503,
     "model_unavailable": 503,
+    "timeout": 504,
+    "read_timeout": 504,
 }
 
 
@@ -99,6 +112,7 @@ CLASS_BY_CODE: dict[str, type[RagloomError]] = {
     "unauthorized": Unauthorized,
     "forbidden": Forbidden,
     "too_large": PayloadTooLarge,
+    "bad_host": MisdirectedHost,
     "internal": ServerError,
 }
 

@@ -1,4 +1,11 @@
-"""Confine `/index` path requests to the configured roots (no `..` or symlink escapes)."""
+"""Confine `/index` path requests to the configured roots, and show paths relative to them.
+
+`confine` checks the path a request names (no `..`, `~` or link escapes); the files under it
+are then discovered and opened by `ragloom.loading` with the roots as its policy, which
+skips links leading outside and opens each file without following links. Paths going back
+to a caller (`source`, the report's `file`, skipped and failed files) are relative to their
+root: the server's own folders never show.
+"""
 
 from __future__ import annotations
 
@@ -7,47 +14,45 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ragloom.errors import PathNotFound
-from ragloom.loading import discover_files
 from ragloom.server.errors import Forbidden
 
 ENABLE_HINT = "start the server with --root DIR (repeatable) to allow indexing files under DIR"
 
 
-def _inside(path: Path, roots: Sequence[Path]) -> bool:
-    return any(path == root or path.is_relative_to(root) for root in roots)
+def _root_of(path: Path, roots: Sequence[Path]) -> Path | None:
+    return next((r for r in roots if path == r or path.is_relative_to(r)), None)
 
 
-def confine(
-    raw: str,
-    roots: Sequence[Path],
-    include: Sequence[str] = (),
-    exclude: Sequence[str] = (),
-) -> Path:
-    """The real path of `raw` if it and every file it would index lie under a root.
+def confine(raw: str, roots: Sequence[Path]) -> Path:
+    """The real path of `raw` if it lies under a root.
 
     Relative paths are taken from the server's working directory. Raises `Forbidden` when path
-    indexing is off (no roots) or anything resolves outside the roots, `PathNotFound` when the
-    path is allowed but missing.
+    indexing is off (no roots) or the path resolves outside the roots, `PathNotFound` when the
+    path is allowed but missing (or a link that leads nowhere).
     """
     if not roots:
         raise Forbidden("path indexing is disabled on this server", ENABLE_HINT)
     try:
         real = Path(os.path.realpath(Path(raw)))
-        if not _inside(real, roots):
+        if _root_of(real, roots) is None:
             raise Forbidden(
                 f"{raw!r} is outside the folders this server may read",
                 f"allowed roots: {', '.join(str(r) for r in roots)}",
             )
-        if not real.exists():
-            raise PathNotFound(f"no such file or folder: {raw!r}", "check the path and try again")
-        if real.is_dir():
-            for found in discover_files([real], include, exclude):
-                target = Path(os.path.realpath(found.path))
-                if not _inside(target, roots):
-                    raise Forbidden(
-                        f"{found.path} is a symlink to {target}, outside the allowed roots",
-                        "remove the link or exclude it with an `exclude` glob",
-                    )
+        if not os.path.exists(real):
+            what = "a symbolic link that leads nowhere" if os.path.lexists(raw) else "missing"
+            raise PathNotFound(f"{raw!r} is {what}", "check the path and try again")
     except (OSError, ValueError) as exc:  # NUL byte, name too long, ...: no such file
         raise PathNotFound(f"no usable file or folder at {raw!r} ({exc})") from None
     return real
+
+
+def public_path(path: str | None, roots: Sequence[Path]) -> str | None:
+    """A path as callers see it: relative to its root; another absolute path by its name only."""
+    if not path or not os.path.isabs(path):
+        return path
+    where = Path(path)
+    root = _root_of(where, roots)
+    if root is None:
+        return where.name or path
+    return where.relative_to(root).as_posix()

@@ -1,40 +1,48 @@
 """The endpoints: thin adapters from JSON to the library's Index calls (nothing re-implemented).
 
 Blocking Index calls never run on the event loop: searches go to the batching query threads
-(`worker.py`), indexing jobs to the threadpool behind their own limiter, the rest to the
+(`worker.py`), indexing jobs to their own slots with a time limit (`jobs.py`), the rest to the
 threadpool (plain `def` endpoints), so queries keep being answered while a long `/index` runs.
+Every `source` going out is relative to its root (`paths.public_path`).
 """
 
 from __future__ import annotations
 
+import dataclasses
+import os
+from collections.abc import Sequence
 from functools import partial
+from pathlib import Path
 from typing import Any
 
-import anyio
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Query, Request
 
 from ragloom import __version__
 from ragloom.context import PackedContext
 from ragloom.engine.searching import READ_ATTEMPTS
 from ragloom.errors import NotFound, ReadInterrupted, StoreError
 from ragloom.index import DEFAULT_COLLECTION, Index
-from ragloom.models import Document, SearchResult
+from ragloom.loading import StopSignal
+from ragloom.models import Document, Hit, SearchResult
 from ragloom.server import schemas
+from ragloom.server.auth import token_matches
 from ragloom.server.holder import IndexHolder
+from ragloom.server.jobs import IndexJobs
 from ragloom.server.metrics import ServerMetrics
-from ragloom.server.paths import confine
+from ragloom.server.paths import confine, public_path
 from ragloom.server.responses import JSONResponse
 from ragloom.server.settings import ServerSettings
 from ragloom.server.worker import BatchWorker
+from ragloom.store.open import location_label
 
 CONTEXT_SEPARATOR = "\n---\n"
-INDEX_JOBS = 2  # concurrent /index jobs; the rest queue without taking query threads
 
 _ERRORS: dict[int | str, dict[str, Any]] = {
     status: {"model": schemas.ErrorResponse, "description": text}
     for status, text in (
         (400, "Malformed JSON"),
         (413, "Body over the size limit"),
+        (421, "Host header not answered here (bad_host: DNS rebinding protection)"),
         (415, "Body is not JSON"),
         (422, "Request does not fit the schema"),
         (500, "Unexpected server error"),
@@ -49,6 +57,7 @@ def _errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
         403: "Path outside the allowed roots",
         409: "The collection cannot serve this (no vectors, or another model's vectors)",
         502: "The embedding service answered badly (embed_failed)",
+        504: "The indexing job ran past its time limit (timeout)",
     }
     out = dict(_ERRORS)
     for status in statuses:
@@ -61,7 +70,14 @@ def _empty_index(index: Index) -> bool:
     return not index.collections()
 
 
-def _run_index(holder: IndexHolder, settings: ServerSettings, body: schemas.IndexRequest) -> dict:
+def _public(hits: Sequence[Hit], roots: Sequence[Path]) -> list[Hit]:
+    """Copies of hits whose `source` is shown relative to its root."""
+    return [dataclasses.replace(h, source=public_path(h.source, roots)) for h in hits]
+
+
+def _run_index(
+    holder: IndexHolder, settings: ServerSettings, body: schemas.IndexRequest, stop: StopSignal
+) -> dict:
     index = holder.get()
     collection = body.collection or DEFAULT_COLLECTION
     file = None
@@ -75,8 +91,8 @@ def _run_index(holder: IndexHolder, settings: ServerSettings, body: schemas.Inde
         novel = body.enrich.novel
         enrichers = novel_enrichers(novel.characters, novel.importance_base)
     if body.path is not None:
-        real = confine(body.path, settings.roots, body.include, body.exclude)
-        file = str(real)
+        real = confine(body.path, settings.roots)
+        file = public_path(str(real), settings.roots)
         report = index.index_path(
             real,
             collection,
@@ -84,7 +100,11 @@ def _run_index(holder: IndexHolder, settings: ServerSettings, body: schemas.Inde
             exclude=body.exclude,
             lenient=body.lenient,
             enrichers=enrichers,
+            policy=settings.read_policy,
+            stop=stop,
         )
+        if report.failed and not os.path.isdir(real) and report.failed[0].error is not None:
+            raise report.failed[0].error  # one file asked for: its error is the answer
     else:
         documents = [
             Document(id=d.id, text=d.text, title=d.title, source=d.source, metadata=d.metadata)
@@ -101,13 +121,16 @@ def _run_index(holder: IndexHolder, settings: ServerSettings, body: schemas.Inde
 
 
 def _search(
-    holder: IndexHolder, body: schemas.QueryRequest, metrics: ServerMetrics | None = None
+    holder: IndexHolder,
+    body: schemas.QueryRequest,
+    roots: Sequence[Path],
+    metrics: ServerMetrics | None = None,
 ) -> dict[str, Any]:
     """Run a /query; once more if the store lost its connection midway (a replica went
     away: the retry reads from another server)."""
     for attempt in range(READ_ATTEMPTS):
         try:
-            return _search_once(holder, body, metrics)
+            return _search_once(holder, body, roots, metrics)
         except ReadInterrupted:
             if attempt == READ_ATTEMPTS - 1:
                 raise
@@ -115,14 +138,17 @@ def _search(
 
 
 def _search_once(
-    holder: IndexHolder, body: schemas.QueryRequest, metrics: ServerMetrics | None = None
+    holder: IndexHolder,
+    body: schemas.QueryRequest,
+    roots: Sequence[Path],
+    metrics: ServerMetrics | None = None,
 ) -> dict[str, Any]:
     """Run a /query: one collection or several, optionally packed into a cited context."""
     index = holder.get()
     shared = {"explain": body.explain, "with_tokens": body.tokens}
     with index.reading() as reader:  # hits and their packed context: one version
         if body.collections:
-            answer = _search_many(reader, body, shared)
+            answer = _search_many(reader, body, shared, roots)
             if metrics is not None:
                 for group in answer["groups"]:
                     metrics.observe_search(group.get("timings"), group["degraded"])
@@ -140,8 +166,9 @@ def _search_once(
             if not _empty_index(index):
                 raise
             hits = SearchResult([], body.mode or "lexical")
-        packed = reader.pack([(None, list(hits))], body.budget) if body.budget else None
-    answer: dict[str, Any] = {"ok": True, "results": [hit.to_dict() for hit in hits]}
+        public = _public(hits, roots)
+        packed = reader.pack([(None, public)], body.budget) if body.budget else None
+    answer: dict[str, Any] = {"ok": True, "results": [hit.to_dict() for hit in public]}
     if packed is not None:
         answer.update(_packed(packed))
     else:
@@ -153,7 +180,9 @@ def _search_once(
     return answer
 
 
-def _search_many(reader: Any, body: schemas.QueryRequest, shared: dict[str, Any]) -> dict[str, Any]:
+def _search_many(
+    reader: Any, body: schemas.QueryRequest, shared: dict[str, Any], roots: Sequence[Path]
+) -> dict[str, Any]:
     requests = [
         {
             "collection": c.collection,
@@ -165,10 +194,11 @@ def _search_many(reader: Any, body: schemas.QueryRequest, shared: dict[str, Any]
         for c in body.collections or []
     ]
     result = reader.search_many(body.query, requests)
-    sections = [(g.label, list(g.hits)) for g in result.groups]
+    groups = [(g, _public(g.hits, roots)) for g in result.groups]
+    sections = [(g.label, hits) for g, hits in groups]
     return {
         "ok": True,
-        "results": [hit.to_dict() for hit in result.merged],
+        "results": [hit.to_dict() for hit in _public(result.merged, roots)],
         "groups": [
             {
                 "collection": g.collection,
@@ -176,10 +206,10 @@ def _search_many(reader: Any, body: schemas.QueryRequest, shared: dict[str, Any]
                 "mode": g.hits.mode,
                 "degraded": g.hits.degraded,
                 "reason": g.hits.reason,
-                "results": [hit.to_dict() for hit in g.hits],
+                "results": [hit.to_dict() for hit in hits],
                 "timings": g.hits.timings,
             }
-            for g in result.groups
+            for g, hits in groups
         ],
         **_packed(reader.pack(sections, body.budget)),
         "degraded": result.degraded,
@@ -195,21 +225,26 @@ def build_router(
     holder: IndexHolder,
     settings: ServerSettings,
     worker: BatchWorker,
+    jobs: IndexJobs,
     metrics: ServerMetrics | None = None,
 ) -> APIRouter:
-    """All endpoints, bound to one IndexHolder, configuration, query worker and metrics."""
+    """All endpoints, bound to one IndexHolder, configuration, query worker, index jobs and
+    metrics."""
     router = APIRouter()
-    limiter: list[anyio.CapacityLimiter] = []
+    roots = settings.roots
 
     @router.post(
-        "/index", response_model=schemas.IndexResponse, responses=_errors(403, 404, 409, 502)
+        "/index",
+        response_model=schemas.IndexResponse,
+        responses=_errors(403, 404, 409, 502, 504),
     )
     async def index_documents(body: schemas.IndexRequest) -> JSONResponse:
-        """Index a file or folder under a configured root, or inline documents."""
-        if not limiter:
-            limiter.append(anyio.CapacityLimiter(INDEX_JOBS))
-        job = partial(_run_index, holder, settings, body)
-        return JSONResponse(await anyio.to_thread.run_sync(job, limiter=limiter[0]))
+        """Index a file or folder under a configured root, or inline documents.
+
+        A folder indexes every good file and lists the others in `failed` (with reason, byte
+        offset and line) and `skipped`; a single file that fails answers its typed error.
+        """
+        return JSONResponse(await jobs.run(partial(_run_index, holder, settings, body)))
 
     @router.post("/query", response_model=schemas.QueryResponse, responses=_errors(404, 409, 502))
     async def query(body: schemas.QueryRequest) -> JSONResponse:
@@ -219,7 +254,7 @@ def build_router(
         "default" collection before anything went into it; once any collection exists, naming
         another one that does not is 404.
         """
-        return JSONResponse(await worker.run(partial(_search, holder, body, metrics)))
+        return JSONResponse(await worker.run(partial(_search, holder, body, roots, metrics)))
 
     @router.delete(
         "/documents/{doc_id:path}", response_model=schemas.DeleteResponse, responses=_errors(404)
@@ -257,7 +292,7 @@ def build_router(
             {
                 "id": d.doc_id,
                 "collection": d.collection,
-                "source": d.source,
+                "source": public_path(d.source, roots),
                 "title": d.title,
                 "metadata": d.metadata,
                 "chunks": d.chunks,
@@ -281,25 +316,30 @@ def build_router(
         response_model=schemas.HealthResponse,
         responses={503: {"model": schemas.HealthResponse, "description": "Index unavailable"}},
     )
-    def health() -> JSONResponse:
-        """Liveness and index status (never needs the token)."""
-        status: dict[str, Any] = {"path": str(holder.path), "open": False}
+    def health(request: Request) -> JSONResponse:
+        """Liveness (never needs the token); counts only for a caller with the valid token."""
         try:
             data = holder.get().stats()
+            error = None
         except StoreError as exc:
-            status["error"] = exc.message
-            return JSONResponse(
-                {"ok": False, "version": __version__, "index": status}, status_code=503
+            data, error = {}, exc.message
+        status_code = 503 if error is not None else 200
+        header = request.headers.get("authorization", "").encode("latin-1", "replace")
+        if not settings.token or not token_matches(header, settings.token.encode("utf-8")):
+            return JSONResponse({"ok": error is None}, status_code=status_code)
+        status: dict[str, Any] = {"path": location_label(holder.path), "open": error is None}
+        if error is not None:
+            status["error"] = error
+        else:
+            status.update(
+                collections=len(data["collections"]),
+                documents=data["documents"],
+                chunks=data["chunks"],
+                pending=data["pending"],
             )
-        status.update(
-            open=True,
-            collections=len(data["collections"]),
-            documents=data["documents"],
-            chunks=data["chunks"],
-            pending=data["pending"],
-        )
-        if "replicas" in data:
-            status["replicas"] = data["replicas"]
-        return JSONResponse({"ok": True, "version": __version__, "index": status})
+            if "replicas" in data:
+                status["replicas"] = data["replicas"]
+        body = {"ok": error is None, "version": __version__, "index": status}
+        return JSONResponse(body, status_code=status_code)
 
     return router

@@ -285,15 +285,29 @@ class Skipped(BaseModel):
     reason: str
 
 
+class Failed(BaseModel):
+    """A file that could not be indexed (the others of the request were)."""
+
+    path: str = Field(description="Relative to its root.")
+    code: str
+    reason: str
+    hint: str | None = None
+    offset: int | None = Field(None, description="Byte offset in the file, when known.")
+    line: int | None = None
+
+
 class IndexResponse(BaseModel):
     ok: Literal[True] = True
     collection: str
-    file: str | None = Field(description="The path indexed (real path), null for inline documents.")
+    file: str | None = Field(
+        description="The path indexed, relative to its root; null for inline documents."
+    )
     files: int
     documents: int = Field(description="New or changed documents written.")
     chunks: int = Field(description="Chunks written.")
     unchanged: int = Field(description="Documents whose content was already indexed as is.")
     skipped: list[Skipped]
+    failed: list[Failed] = Field(description="Files that could not be indexed, with why.")
     noop: bool = Field(description="True when nothing was written (e.g. re-indexing unchanged).")
     pending: int = Field(
         0,
@@ -405,7 +419,7 @@ class DocumentsResponse(BaseModel):
 
 
 class IndexStatus(BaseModel):
-    path: str
+    path: str = Field(description="The index file's name.")
     open: bool
     collections: int | None = None
     documents: int | None = None
@@ -418,9 +432,11 @@ class IndexStatus(BaseModel):
 
 
 class HealthResponse(BaseModel):
+    """Without the valid bearer token only `ok` (the server is up and its index usable)."""
+
     ok: bool
-    version: str
-    index: IndexStatus
+    version: str | None = None
+    index: IndexStatus | None = None
 
 
 class StatsResponse(BaseModel):

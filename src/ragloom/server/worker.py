@@ -72,7 +72,7 @@ class BatchWorker:
         for _ in threads:
             self._queue.put(None)
         for thread in threads:
-            thread.join(timeout=30)
+            thread.join(timeout=5)  # daemon threads: one stuck on a service cannot hold the exit
 
     def _take_batch(self) -> tuple[list[_Job], bool]:
         """Block for one job, then take whatever else is queued; True when told to stop."""

@@ -115,6 +115,31 @@ class Snapshot(ABC):
     def document_counts(self) -> dict[str, dict[str, int]]:
         """documents and chunks per collection."""
 
+    # File identity, for `Index.index_path`: a file document's metadata "path" equals its id
+    # (a part's id is `{path}#{part}`) and its source is the file's real path. These defaults
+    # page through `documents()`; a backend answers them with one indexed query each.
+    def file_ids_by_source(self, collection: str, sources: Sequence[str]) -> dict[str, list[str]]:
+        """Ids of the file documents (and parts) whose source is one of `sources`, by source."""
+        wanted, found = set(sources), {}
+        for doc in self._every_document(collection):
+            path, part = doc.metadata.get("path"), doc.metadata.get("part")
+            if doc.source in wanted and doc.doc_id in (path, f"{path}#{part}"):
+                found.setdefault(doc.source, []).append(doc.doc_id)
+        return found
+
+    def sources_of(self, collection: str, doc_ids: Sequence[str]) -> dict[str, str | None]:
+        """The source of each of `doc_ids` stored in the collection."""
+        wanted = set(doc_ids)
+        return {d.doc_id: d.source for d in self._every_document(collection) if d.doc_id in wanted}
+
+    def _every_document(self, collection: str) -> Iterator[StoredDocument]:
+        if collection not in self.collections():
+            return
+        offset = 0
+        while page := self.documents(collection, offset, 1000):
+            yield from page
+            offset += len(page)
+
 
 class Write(ABC):
     """One atomic write. Everything is visible to searches after commit, or nothing."""

@@ -23,6 +23,20 @@ def is_url(location: str | Path) -> bool:
     return isinstance(location, str) and "://" in location
 
 
+def location_label(location: str | Path) -> str:
+    """What a status page may show of a store's location: a file's name, or a URL without
+    its password and query (which may carry one)."""
+    if not is_url(location):
+        return Path(location).name
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(str(location))
+    host = parts.hostname or ""
+    user = f"{parts.username}@" if parts.username else ""
+    port = f":{parts.port}" if parts.port else ""
+    return f"{parts.scheme}://{user}{host}{port}{parts.path}"
+
+
 def open_store(location: str | Path, create: bool = True, read_only: bool = False) -> Store:
     """The store at `location`: `postgresql://...` and other registered URLs, else a file."""
     if is_url(location):

@@ -193,6 +193,32 @@ class PostgresSnapshot(Snapshot):
             ).fetchall()
         )
 
+    def file_ids_by_source(self, collection: str, sources: Sequence[str]) -> dict[str, list[str]]:
+        row = self.rows.get(collection)
+        if row is None or not sources:
+            return {}
+        found: dict[str, list[str]] = {}
+        for source, doc_id in self.conn.execute(
+            "SELECT source, doc_id FROM documents WHERE collection_id = %s AND source = ANY(%s)"
+            " AND (metadata->>'path' = doc_id"
+            " OR metadata->>'path' || '#' || (metadata->>'part') = doc_id)",
+            (row.id, list(sources)),
+        ):
+            found.setdefault(source, []).append(doc_id)
+        return found
+
+    def sources_of(self, collection: str, doc_ids: Sequence[str]) -> dict[str, str | None]:
+        row = self.rows.get(collection)
+        if row is None or not doc_ids:
+            return {}
+        return dict(
+            self.conn.execute(
+                "SELECT doc_id, source FROM documents"
+                " WHERE collection_id = %s AND doc_id = ANY(%s)",
+                (row.id, list(doc_ids)),
+            ).fetchall()
+        )
+
     def chunks(self, rows: Sequence[int]) -> dict[int, StoredChunk]:
         if not len(rows):
             return {}

@@ -139,6 +139,28 @@ class SQLiteSnapshot(Snapshot):
         )
         return dict(rows_in(self.conn, sql, [row.id], list(doc_ids)))
 
+    def file_ids_by_source(self, collection: str, sources: Sequence[str]) -> dict[str, list[str]]:
+        row = self.rows.get(collection)
+        if row is None or not sources:
+            return {}
+        sql = (
+            "SELECT source, doc_id FROM documents WHERE collection_id = ?"
+            " AND source IN ({marks}) AND (json_extract(metadata, '$.path') = doc_id"
+            " OR json_extract(metadata, '$.path') || '#' || json_extract(metadata, '$.part')"
+            " = doc_id)"
+        )
+        found: dict[str, list[str]] = {}
+        for source, doc_id in rows_in(self.conn, sql, [row.id], list(sources)):
+            found.setdefault(source, []).append(doc_id)
+        return found
+
+    def sources_of(self, collection: str, doc_ids: Sequence[str]) -> dict[str, str | None]:
+        row = self.rows.get(collection)
+        if row is None or not doc_ids:
+            return {}
+        sql = "SELECT doc_id, source FROM documents WHERE collection_id = ? AND doc_id IN ({marks})"
+        return dict(rows_in(self.conn, sql, [row.id], list(doc_ids)))
+
     def chunks(self, rows: Sequence[int]) -> dict[int, StoredChunk]:
         if not len(rows):
             return {}

@@ -1,0 +1,256 @@
+"""One indexing run over files: every good file's documents, every bad file reported.
+
+`FileRun.documents()` feeds `Index.add`: a file that cannot be indexed (bad encoding, a bad
+JSONL line, over the size limit, refused by the policy, an id that belongs to another file)
+becomes a `FileFailure` and the run goes on with the next file, unless `fail_fast`.
+Document ids are settled before reading: a file already stored under some id (found by its
+real path) keeps that id, so one file is one document however it is reached.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import warnings
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Protocol
+
+from ragloom.errors import IdConflict, IndexTimeout, InputError, RagloomError
+from ragloom.loading.files import FoundFile, discover_files, load_file, shown
+from ragloom.loading.jsonl import JsonlFields
+from ragloom.loading.opening import DEFAULT_POLICY, ReadPolicy
+from ragloom.models import Document
+
+WRITE_CHARS = 4_000_000  # characters of documents one write takes at most (about)
+
+
+@dataclass
+class FileFailure:
+    """A file that could not be indexed: where, why, and the typed error."""
+
+    path: str
+    code: str
+    reason: str
+    hint: str | None = None
+    offset: int | None = None  # byte offset in the file, when the error has one
+    line: int | None = None
+    error: RagloomError | None = field(default=None, repr=False, compare=False)
+
+    @classmethod
+    def of(cls, path: str, error: RagloomError) -> FileFailure:
+        return cls(
+            path,
+            error.code,
+            error.message,
+            error.hint,
+            getattr(error, "offset", None),
+            getattr(error, "line", None),
+            error,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            "code": self.code,
+            "reason": self.reason,
+            "hint": self.hint,
+            "offset": self.offset,
+            "line": self.line,
+        }
+
+
+class StopSignal:
+    """Set from another thread to stop a run at its next file or block (e.g. a time limit)."""
+
+    def __init__(self) -> None:
+        self._event = threading.Event()
+        self.reason = ""
+
+    def stop(self, reason: str) -> None:
+        if not self._event.is_set():
+            self.reason = reason
+            self._event.set()
+
+    @property
+    def stopped(self) -> bool:
+        return self._event.is_set()
+
+    def check(self, run: FileRun) -> None:
+        if self._event.is_set():
+            raise IndexTimeout(
+                f"indexing stopped ({self.reason}) while reading {run.current or 'the file list'}"
+                f"; {run.done} of {len(run.files)} file(s) done",
+                "index the same path again to finish: files already indexed are skipped",
+            )
+
+
+class FileIds(Protocol):
+    """What a run needs from the store to keep file ids stable and unique."""
+
+    def by_source(self, sources: Sequence[str]) -> dict[str, list[str]]:
+        """Ids of stored file documents (one per file) whose `source` is one of these."""
+        ...
+
+    def owners(self, doc_ids: Sequence[str]) -> dict[str, str | None]:
+        """The `source` of each of these ids that is stored."""
+        ...
+
+
+def _another_file(owner: str | None, file: FoundFile) -> bool:
+    """True when `owner` (a stored source) is an existing file other than `file`."""
+    if not owner or not os.path.isabs(owner) or not os.path.isfile(owner):
+        return False
+    try:
+        return not os.path.samefile(owner, file.real_path)
+    except OSError:
+        return False
+
+
+class FileRun:
+    """Documents of found files, with per-file outcomes (`failed`, `skipped`, `stale`)."""
+
+    def __init__(
+        self,
+        files: Sequence[FoundFile],
+        lenient: bool = False,
+        fields: JsonlFields | None = None,
+        policy: ReadPolicy = DEFAULT_POLICY,
+        fail_fast: bool = False,
+        stop: StopSignal | None = None,
+        on_file: Callable[[int, int], None] | None = None,
+        validate: Callable[[Document], Any] | None = None,
+    ) -> None:
+        self.lenient = lenient
+        self.fields = fields
+        self.policy = policy
+        self.fail_fast = fail_fast
+        self.stop = stop
+        self.on_file = on_file
+        self.validate = validate
+        self.skipped: list[tuple[str, str]] = []
+        self.failed: list[FileFailure] = []
+        self.stale: list[str] = []  # other ids of files indexed now: removed after the run
+        self.read = 0
+        self.done = 0
+        self.current = ""
+        self._stale_of: dict[int, list[str]] = {}
+        self.files = list(files)
+
+    # -- ids ------------------------------------------------------------------------------
+    def settle_ids(self, ids: FileIds | None) -> None:
+        """Give each file the id it is stored under, if any; refuse ids of other files
+        (`ids` None: only files of this run are checked against each other)."""
+        files = self.files
+        plain = [
+            i for i, f in enumerate(files) if not f.skip and f.error is None and not f.is_jsonl
+        ]
+        known: dict[str, list[str]] = {}
+        if ids is not None and plain:
+            keys = {files[i].source for i in plain} | {shown(files[i].path) for i in plain}
+            known = ids.by_source(sorted(keys))
+        fresh: list[int] = []
+        for i in plain:
+            file = files[i]
+            have = known.get(file.source) or known.get(shown(file.path)) or []
+            if have:
+                chosen = file.id if file.id in have else min(have, key=lambda d: (len(d), d))
+                files[i] = replace(file, doc_id=chosen)
+                self._stale_of[i] = have  # what this run does not write again goes
+            else:
+                fresh.append(i)
+        owners = ids.owners([files[i].id for i in fresh]) if ids is not None and fresh else {}
+        taken: dict[str, str] = {}
+        for i in plain:
+            file = files[i]
+            other = taken.setdefault(file.id, file.shown)
+            if other != file.shown:
+                files[i] = replace(file, error=_conflict(file, other))
+            elif i in fresh and _another_file(owners.get(file.id), file):
+                files[i] = replace(file, error=_conflict(file, "another file indexed before"))
+
+    # -- the run --------------------------------------------------------------------------
+    def documents(self) -> Iterator[Document]:
+        """Every good file's documents, in order; outcomes are recorded as it goes."""
+        total = len(self.files)
+        for number, file in enumerate(self.files):
+            self.current = file.shown
+            self._check_stop()
+            try:
+                yield from self._file_documents(number, file)
+            except InputError as exc:
+                if self.fail_fast:
+                    raise
+                self.failed.append(FileFailure.of(file.shown, exc))
+                warnings.warn(f"failed {exc.message}", stacklevel=2)
+            self.done += 1
+            if self.on_file:
+                self.on_file(self.done, total)
+        self.current = ""
+
+    def _file_documents(self, number: int, file: FoundFile) -> Iterator[Document]:
+        loaded = load_file(file, self.lenient, self.fields, self.policy)
+        if loaded.skipped:
+            self.skipped.append((file.shown, loaded.skipped))
+            warnings.warn(f"skipped {file.shown}: {loaded.skipped}", stacklevel=3)
+            return
+        self.read += 1
+        written = set()
+        for doc in loaded.documents:
+            self._check_stop()
+            if self.validate is not None:
+                try:
+                    self.validate(doc)
+                except InputError as exc:
+                    if not (file.is_jsonl and self.lenient):
+                        raise InputError(f"{file.shown}: {exc.message}", exc.hint) from None
+                    warnings.warn(f"skipped a record of {file.shown}: {exc.message}", stacklevel=3)
+                    continue
+            written.add(doc.id)
+            yield doc
+        self.stale.extend(d for d in self._stale_of.get(number, ()) if d not in written)
+
+    def _check_stop(self) -> None:
+        if self.stop is not None:
+            self.stop.check(self)
+
+
+def _conflict(file: FoundFile, holder: str) -> IdConflict:
+    return IdConflict(
+        f"{file.shown}: its id {file.id!r} already belongs to {holder}",
+        "index one of the two folders into another collection (--collection), or delete"
+        " the other document first",
+    )
+
+
+def batches(
+    documents: Iterable[Document], max_chars: int = WRITE_CHARS, max_documents: int = 512
+) -> Iterator[list[Document]]:
+    """Documents in lists of at most `max_documents` and about `max_chars` characters, so
+    that what one write holds in memory is bounded whatever the files' sizes."""
+    batch: list[Document] = []
+    size = 0
+    for doc in documents:
+        batch.append(doc)
+        size += len(doc.text) if isinstance(doc.text, str) else 0
+        if len(batch) >= max_documents or size >= max_chars:
+            yield batch
+            batch, size = [], 0
+    if batch:
+        yield batch
+
+
+def index_files(
+    paths: Sequence[str | os.PathLike[str]],
+    include: Sequence[str] = (),
+    exclude: Sequence[str] = (),
+    lenient: bool = False,
+    fields: JsonlFields | None = None,
+    policy: ReadPolicy | None = None,
+    fail_fast: bool = False,
+    stop: StopSignal | None = None,
+) -> FileRun:
+    """Discover the files under `paths` and prepare a run over them (`settle_ids` next)."""
+    policy = policy or DEFAULT_POLICY
+    files = discover_files(paths, include, exclude, policy, lenient)
+    return FileRun(files, lenient, fields, policy, fail_fast, stop)
