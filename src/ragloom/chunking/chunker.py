@@ -50,7 +50,7 @@ def chunk_text(
         pieces = pack_paragraphs(
             text, paragraphs, policy.max_chars, policy.overlap, min_chars, sentences
         )
-        for start, end in absorb_short(pieces, policy.max_chars, min_chars):
+        for start, end in absorb_short(text, pieces, policy.max_chars, min_chars):
             found.append((start, end, section.headings))
     kept = [piece for piece in found if piece[1] - piece[0] >= min_chars]
     # Never lose a whole document to fragment dropping: if nothing survives, keep the pieces.
