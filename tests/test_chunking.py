@@ -288,16 +288,24 @@ def test_overlap_shrinks_to_keep_the_next_paragraph_whole() -> None:
     assert 0 < chunks[0].end - chunks[1].start <= 30
 
 
-def test_a_paragraph_that_fills_a_chunk_is_split_rather_than_lose_the_overlap() -> None:
-    first = sentences(3)
-    second = sentences(7, 10)  # 198 chars: no overlap lets it fit whole in 200
-    text = first + "\n\n" + second
+def test_a_paragraph_that_fills_a_chunk_stays_whole_without_overlap() -> None:
+    # Overlap there would cut a complete paragraph in two; keeping it whole is worth more.
+    text = "\n\n".join(
+        f"Paragraph {i} speaks of the amber lantern and nothing else." for i in range(5)
+    )
+    chunks = chunk_text(text, ChunkPolicy(max_chars=60, overlap=10, min_chars=5))
+    assert [c.text for c in chunks] == text.split("\n\n")
+
+
+def test_overlap_resumes_after_a_paragraph_that_filled_a_chunk() -> None:
+    big = sentences(7, 10)  # 198 chars: no room for overlap beside it in 200
+    text = sentences(3) + "\n\n" + big + "\n\n" + sentences(3, 30) + "\n\n" + sentences(3, 40)
     chunks = chunk_text(text, ChunkPolicy(max_chars=200, overlap=60, min_chars=0))
     assert_exact(text, chunks, 200)
-    assert len(chunks) == 3
-    for a, b in zip(chunks, chunks[1:]):
-        assert 0 < a.end - b.start <= 60
-    assert chunks[-1].end == len(text)
+    assert chunks[1].text == big
+    assert chunks[1].start > chunks[0].end  # the one boundary without overlap
+    assert chunks[2].start < chunks[1].end  # the next chunk overlaps the big paragraph
+    assert chunks[2].text.startswith("Sentence number")
 
 
 def test_no_overlap_across_a_scene_break() -> None:

@@ -239,6 +239,7 @@ flowing_text = st.lists(
     st.tuples(st.sampled_from(FLOW_WORDS), st.sampled_from(FLOW_GAPS)), max_size=80
 ).map(lambda pairs: "".join(word + gap for word, gap in pairs))
 _PARAGRAPH_START = re.compile(r"\n[^\S\n]*\n\s*(?=\S)")
+_PARAGRAPH_GAP = re.compile(r"\n(?:[^\S\n]*\n)+")
 
 
 def _preferred_starts(text: str) -> set[int]:
@@ -255,22 +256,27 @@ def overlapping_policies(draw: st.DrawFn) -> ChunkPolicy:
     return ChunkPolicy("prose", max_chars, overlap, 0)
 
 
+def _paragraph_end(text: str, start: int) -> int:
+    """End (trimmed) of the paragraph that begins at `start`."""
+    gap = _PARAGRAPH_GAP.search(text, start)
+    return len(text[: gap.start() if gap else len(text)].rstrip())
+
+
 @SETTINGS
 @given(flowing_text, overlapping_policies())
 def test_every_boundary_overlaps_at_a_word_or_sentence_edge(text: str, policy: ChunkPolicy) -> None:
     """Consecutive chunks share text whenever the window before the boundary holds a word
-    start; the next chunk then begins at a sentence or paragraph start when one lies in the
-    shared part."""
+    start, except before a paragraph that no overlap would leave whole; the next chunk
+    begins at a sentence or paragraph start when one lies in the shared part."""
     chunks = chunk_text(text, policy)
     check_invariants(text, policy, chunks)
     check_word_boundaries(text, chunks)
     preferred = _preferred_starts(text)
     for a, b in zip(chunks, chunks[1:]):
         low = max(a.end - policy.overlap, a.start + 1)
-        window_has_a_word = any(
-            text[i - 1].isspace() and not text[i].isspace() for i in range(low, a.end)
-        )
-        if window_has_a_word:
-            assert b.start < a.end, (a, b)
+        words = [i for i in range(low, a.end) if text[i - 1].isspace() and not text[i].isspace()]
+        if words and b.start >= a.end:  # no overlap: only to keep a paragraph whole
+            assert b.start in preferred, (a, b)
+            assert _paragraph_end(text, b.start) - words[-1] > policy.max_chars, (a, b)
         if b.start < a.end and any(b.start < i < a.end for i in preferred):
             assert b.start in preferred, (a, b)

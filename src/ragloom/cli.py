@@ -186,6 +186,11 @@ def index_cmd(
     out.print(
         f"indexed {report.documents} document(s), {report.chunks} chunk(s) from "
         f"{report.files} file(s); {report.unchanged} unchanged, {len(report.skipped)} skipped"
+        + (
+            f"; {report.fragments} fragment(s) under --min-chunk dropped"
+            if report.fragments
+            else ""
+        )
     )
     if report.pending:
         err.print(

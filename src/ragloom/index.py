@@ -230,7 +230,7 @@ class Index:
         added = self.add(
             documents(), collection=collection, enrichers=enrichers, on_embed_error=on_embed_error
         )
-        for name in ("documents", "unchanged", "chunks", "pending", "embedding_error"):
+        for name in ("documents", "unchanged", "chunks", "pending", "embedding_error", "fragments"):
             setattr(report, name, getattr(added, name))
         report.embedding_seconds = added.embedding_seconds
         return report

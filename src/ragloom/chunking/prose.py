@@ -101,15 +101,13 @@ def lead_in(
     """Where the chunk after [prev_start, prev_end) starts so that the two overlap.
 
     The earliest sentence or paragraph start within `overlap` characters before prev_end,
-    else the earliest word start there; None when the window holds no word start. With
-    `fit` (the latest start that keeps the next paragraph whole), the overlap is first
-    shortened to keep it whole; only when no start allows that is the paragraph split.
+    else the earliest word start there; None when there is none. `fit` is the earliest
+    start that keeps the next paragraph whole (None: it is split anyway): the overlap is
+    shortened to respect it, and dropped when even the shortest would split the paragraph.
     """
     low = max(prev_end - overlap, prev_start + 1)
-    if fit is not None and fit > low:
-        shorter = first_start(text, fit, prev_end, sentences.bounds()[1], paragraph_starts)
-        if shorter is not None:
-            return shorter
+    if fit is not None:
+        low = max(low, fit)
     return first_start(text, low, prev_end, sentences.bounds()[1], paragraph_starts)
 
 

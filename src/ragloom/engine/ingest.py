@@ -18,7 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from ragloom.chunking import ChunkPolicy, chunk_text
+from ragloom.chunking import ChunkPolicy, split_document
+from ragloom.chunking.policy import CHUNKER_VERSION
 from ragloom.config import CollectionConfig
 from ragloom.embedding import Embedder
 from ragloom.engine.models import Models, embedding_config
@@ -46,12 +47,14 @@ class IndexReport:
     pending: int = 0  # chunks stored without a vector (the embedding service failed)
     embedding_error: str | None = None  # why they are pending
     embedding_seconds: float = 0.0  # time spent computing vectors
+    fragments: int = 0  # pieces shorter than the collection's min_chars, dropped
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "documents": self.documents,
             "unchanged": self.unchanged,
             "chunks": self.chunks,
+            "fragments": self.fragments,
             "files": self.files,
             "skipped": [{"path": p, "reason": r} for p, r in self.skipped],
             "pending": self.pending,
@@ -62,7 +65,7 @@ class IndexReport:
 
 @lru_cache(maxsize=64)
 def _policy_fingerprint(policy: ChunkPolicy) -> str:
-    return json.dumps(policy.to_dict(), sort_keys=True)
+    return json.dumps({**policy.to_dict(), "chunker": CHUNKER_VERSION}, sort_keys=True)
 
 
 def content_hash(doc: Document, config: CollectionConfig, salt: str = "") -> str:
@@ -237,7 +240,7 @@ class Ingest:
         embedder = self.writable(info, has_chunks)
         info = self.store.collections()[name]
         tokenizer = Tokenizer(config.tokenizer)
-        prepared = [self._prepare(doc, config, tokenizer, enrichers) for doc in changed]
+        prepared = [self._prepare(doc, config, tokenizer, enrichers, report) for doc in changed]
         vectors = self._vectors(info, embedder, prepared, report, on_embed_error)
         new_docs = []
         position = 0
@@ -256,11 +259,14 @@ class Ingest:
         report.chunks += outcome.chunks
 
     @staticmethod
-    def _prepare(doc, config: CollectionConfig, tokenizer: Tokenizer, enrichers):
-        """Chunk, enrich and tokenize one document: (document, [(span, its index terms)])."""
+    def _prepare(doc, config: CollectionConfig, tokenizer: Tokenizer, enrichers, report):
+        """Chunk, enrich and tokenize one document: (document, [(span, its index terms)]).
+        Fragments dropped by min_chars are counted in `report`."""
         terms = tokenizer.terms
         title_terms = terms(doc.title) * config.title_weight if doc.title else []
-        spans = chunk_text(doc.text, config.policy_for(doc.source), source=doc.source)
+        policy = config.policy_for(doc.source)
+        spans, fragments = split_document(doc.text, policy, doc.source, doc.title)
+        report.fragments += fragments
         if enrichers:
             spans = [enrich_span(doc, span, enrichers) for span in spans]
         return doc, [(span, terms(span.text) + title_terms) for span in spans]
