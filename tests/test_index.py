@@ -373,3 +373,20 @@ def test_the_report_counts_fragments_dropped_by_the_minimum_length(index: Index,
     assert (file_report.chunks, file_report.fragments) == (2, 2)
     again = index.add([Document("frag", text)])
     assert (again.unchanged, again.fragments) == (1, 0)
+
+
+def test_max_per_caps_only_hits_that_have_the_key(index: Index):
+    grace = "Grace in Romans {n}: the gift given freely, grace upon grace."
+    documents = [
+        Document(f"calvin-{n}", grace.format(n=n), metadata={"scholar_id": "calvin"})
+        for n in range(3)
+    ] + [Document(f"study-{n}", grace.format(n=n), metadata={"type": "faq"}) for n in range(3)]
+    index.add(documents)
+    capped = index.search("grace", top_k=10, diversity={"max_per": {"scholar_id": 2}})
+    assert sum(h.document_id.startswith("calvin") for h in capped) == 2
+    assert sum(h.document_id.startswith("study") for h in capped) == 3
+    grouped = index.search(
+        "grace", top_k=10, diversity={"max_per": {"scholar_id": 2}, "missing": "group"}
+    )
+    assert sum(h.document_id.startswith("study") for h in grouped) == 2
+    assert sum(h.document_id.startswith("calvin") for h in grouped) == 2

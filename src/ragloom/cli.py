@@ -270,7 +270,15 @@ def retrieval_options(command: Callable[..., Any]) -> Callable[..., Any]:
             "--max-per",
             multiple=True,
             metavar="KEY=N",
-            help="At most N hits per value of a metadata key (repeatable).",
+            help="At most N hits per value of a metadata key (repeatable); hits without "
+            "the key are not capped.",
+        ),
+        click.option(
+            "--max-per-missing",
+            type=click.Choice(["keep", "group"]),
+            default="keep",
+            show_default=True,
+            help="Hits without a --max-per key: keep them all, or cap them as one group.",
         ),
         click.option("--mmr", type=float, metavar="LAMBDA", help="MMR diversity (0..1)."),
         click.option("--strict", is_flag=True, help="Fail instead of answering from BM25 alone."),
@@ -294,6 +302,7 @@ def _search_kwargs(index: Index, p: dict[str, Any]) -> dict[str, Any]:
     diversity: dict[str, Any] = {}
     if p["max_per"]:
         diversity["max_per"] = _pairs(p["max_per"], "--max-per", int)
+        diversity["missing"] = p["max_per_missing"]
     if p["mmr"] is not None:
         diversity["mmr"] = {"lambda": p["mmr"]}
     return {

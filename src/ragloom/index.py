@@ -295,7 +295,8 @@ class Index:
         `normalization`-ed scores) with per-leg `weights`, `candidates` per leg,
         `min_dense_similarity` for dense-only hits, `min_score`, `bm25`, `strict` (raise
         instead of answering from BM25 when the query cannot be embedded), `filters` (applied
-        inside both legs), `boosts`, `diversity` (`{"max_per": {...}}`, `{"mmr": {...}}`),
+        inside both legs), `boosts`, `diversity` (`{"max_per": {...}}`, which caps only hits
+        that have the key unless `"missing": "group"`; `{"mmr": {...}}`),
         `prefer`, `explain`, `with_tokens`. An empty or punctuation-only query gives no hits.
         """
         return self.search_with(query, _options(top_k, **options), collection)

@@ -15,7 +15,7 @@ import numpy as np
 from ragloom.errors import EmbeddingError, InputError, NeedsVectors
 from ragloom.lexical import BM25Params
 from ragloom.retrieval import controls, fusion, pipeline
-from ragloom.retrieval.controls import BoostRule, MetadataOf
+from ragloom.retrieval.controls import MISSING_POLICIES, BoostRule, MetadataOf
 from ragloom.retrieval.filters import (
     FilterNode,
     Predicate,
@@ -70,6 +70,7 @@ class SearchOptions:
     boost_rules: tuple[BoostRule, ...] = field(default=(), init=False, repr=False, compare=False)
     caps: Mapping[str, int] = field(default_factory=dict, init=False, repr=False, compare=False)
     mmr_lambda: float | None = field(default=None, init=False, repr=False, compare=False)
+    cap_missing: str = field(default="keep", init=False, repr=False, compare=False)
     preferences: tuple[Predicate, ...] = field(default=(), init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -97,9 +98,10 @@ class SearchOptions:
         if not isinstance(self.prefer, Sequence) or isinstance(self.prefer, (str, bytes)):
             raise InputError("prefer must be a list of filters")
         object.__setattr__(self, "preferences", tuple(compile_filter(f) for f in self.prefer))
-        caps, mmr = parse_diversity(self.diversity)
+        caps, mmr, missing = parse_diversity(self.diversity)
         object.__setattr__(self, "caps", caps)
         object.__setattr__(self, "mmr_lambda", mmr)
+        object.__setattr__(self, "cap_missing", missing)
 
     @property
     def reorders(self) -> bool:
@@ -107,16 +109,26 @@ class SearchOptions:
         return bool(self.boost_rules or self.caps or self.mmr_lambda is not None)
 
 
-def parse_diversity(spec: Mapping[str, Any] | None) -> tuple[dict[str, int], float | None]:
-    """`{"max_per": {"scholar_id": 2}, "mmr": {"lambda": 0.7}}` -> (caps, mmr lambda)."""
+def parse_diversity(
+    spec: Mapping[str, Any] | None,
+) -> tuple[dict[str, int], float | None, str]:
+    """`{"max_per": {"scholar_id": 2}, "missing": "keep", "mmr": {"lambda": 0.7}}` ->
+    (caps, mmr lambda, what caps do with hits lacking the key: "keep" or "group")."""
     if spec is None:
-        return {}, None
+        return {}, None, "keep"
     if not isinstance(spec, Mapping):
         raise InputError("diversity must be an object like {'max_per': {'scholar_id': 2}}")
-    unknown = set(spec) - {"max_per", "mmr"}
+    unknown = set(spec) - {"max_per", "missing", "mmr"}
     if unknown:
         raise InputError(
-            f"unknown diversity control(s): {', '.join(sorted(unknown))}", "use max_per and/or mmr"
+            f"unknown diversity control(s): {', '.join(sorted(unknown))}",
+            "use max_per (with missing), and/or mmr",
+        )
+    missing = spec.get("missing", "keep")
+    if missing not in MISSING_POLICIES:
+        raise InputError(
+            f"diversity.missing must be one of {', '.join(MISSING_POLICIES)}, got {missing!r}",
+            '"keep": hits without the key are never capped; "group": they share one cap',
         )
     caps = spec.get("max_per") or {}
     if not isinstance(caps, Mapping):
@@ -130,7 +142,7 @@ def parse_diversity(spec: Mapping[str, Any] | None) -> tuple[dict[str, int], flo
         lam = mmr.get("lambda", 0.7) if isinstance(mmr, Mapping) else mmr
         if isinstance(lam, bool) or not isinstance(lam, (int, float)) or not 0 <= lam <= 1:
             raise InputError(f"mmr lambda must be a number between 0 and 1, got {lam!r}")
-    return dict(caps), (float(lam) if lam is not None else None)
+    return dict(caps), (float(lam) if lam is not None else None), missing
 
 
 @dataclass
@@ -218,7 +230,12 @@ def _refine(
         candidates = controls.apply_boosts(candidates, options.boost_rules, metadata_of)
     candidates = pipeline.apply_min_score(candidates, options.min_score)
     if options.caps:
-        candidates = controls.cap_per_key(candidates, options.caps, metadata_of)  # type: ignore[arg-type]
+        candidates = controls.cap_per_key(
+            candidates,
+            options.caps,
+            metadata_of,  # type: ignore[arg-type]
+            options.cap_missing,
+        )
     if options.mmr_lambda is not None:
         if vectors_of is None:
             raise NeedsVectors(

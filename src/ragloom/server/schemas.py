@@ -177,6 +177,11 @@ class DiversityIn(_Strict):
         Annotated[str, Field(min_length=1)],
         Annotated[int, Interval(ge=1), BeforeValidator(_integral)],
     ] = Field(default_factory=dict)
+    missing: Literal["keep", "group"] = Field(
+        "keep",
+        description='Hits without a capped key: "keep" (never capped) or "group" (they share'
+        " one cap, like a value of their own).",
+    )
     mmr: MMRIn | None = None
 
 
@@ -205,7 +210,10 @@ class SearchControls(_Strict):
         """Keywords for `Index.search`."""
         diversity = None
         if self.diversity is not None:
-            diversity = {"max_per": dict(self.diversity.max_per)}
+            diversity = {
+                "max_per": dict(self.diversity.max_per),
+                "missing": self.diversity.missing,
+            }
             if self.diversity.mmr is not None:
                 diversity["mmr"] = {"lambda": self.diversity.mmr.lambda_}
         return {
