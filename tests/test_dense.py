@@ -175,3 +175,19 @@ def test_search_option_errors(tmp_path: Path, local: CountingEmbedder):
         ]:
             with pytest.raises(InputError, match=message):
                 index.search("cats", **kwargs)
+
+
+@pytest.mark.parametrize("query", ["", " ", "\n\t  "])
+@pytest.mark.parametrize("mode", ["lexical", "dense", "hybrid"])
+def test_empty_or_blank_queries_give_no_hits_in_every_mode(
+    tmp_path: Path, local: CountingEmbedder, mode: str, query: str
+):
+    # Dense search used to rank every chunk at cosine 0.0 for an empty query.
+    with Index(tmp_path / "e.db", embedder=local) as index:
+        index.add(DOCS)
+        asked = len(local.texts)
+        hits = index.search(query, top_k=3, mode=mode)
+        assert list(hits) == [] and not hits.degraded
+        many = index.search_many(query, [{"collection": "default", "mode": mode}])
+        assert many.merged == []
+        assert len(local.texts) == asked  # nothing was embedded for it

@@ -174,6 +174,8 @@ def rank(
             f"{mode} search needs vectors, and this collection has none",
             "index it with an embedding model (ragloom reembed), or use mode='lexical'",
         )
+    if not query.strip():  # nothing asked: no leg has anything to match (dense would rank
+        return Ranking([], mode)  # every chunk at cosine 0.0)
     deep = mode == "hybrid" or options.reorders
     depth = max(options.candidates, options.top_k) if deep else options.top_k
     degraded, reason = False, None
