@@ -101,7 +101,8 @@ def test_index_path_and_documents_and_stats(client: Client, root: Path) -> None:
 def test_typed_errors(client: Client, root: Path, server: ServerProcess) -> None:
     with pytest.raises(InvalidRequest) as bad_k:
         client.search("x", top_k=0)
-    assert isinstance(bad_k.value, ragloom.InputError) and bad_k.value.status == 422
+    assert isinstance(bad_k.value, ragloom.InputError) and bad_k.value.status == 400
+    assert bad_k.value.code == "bad_request" and "'top_k' must be at least 1" in bad_k.value.message
     with pytest.raises(Forbidden):
         client.index_path(root.parent)
     with pytest.raises(Forbidden):

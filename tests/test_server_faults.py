@@ -46,7 +46,7 @@ def test_unexpected_error_is_generic_500(live: httpx.Client, monkeypatch) -> Non
     response = live.post("/query", json={"query": "anything"})
     assert response.status_code == 500
     body = response.json()
-    assert body["ok"] is False and body["error"]["code"] == "internal"
+    assert body["ok"] is False and body["code"] == "internal"
     assert "secret" not in response.text and "Traceback" not in response.text
     assert "RuntimeError" not in response.text
 
@@ -92,7 +92,7 @@ def test_unusable_index_file_is_503(tmp_path: Path) -> None:
             http.get("/stats"),
         ):
             assert response.status_code == 503, response.text
-            assert response.json()["error"]["code"] == "store_unavailable"
+            assert response.json()["code"] == "store_unavailable"
 
 
 def test_serve_refuses_bad_options(tmp_path: Path) -> None:

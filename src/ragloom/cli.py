@@ -671,8 +671,9 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(exc.exit_code)
     except RagloomError as exc:
         click.echo(f"error: {exc.message}", err=True)
-        if exc.hint:
-            click.echo(f"hint: {exc.hint}", err=True)
+        hint = exc.hint_for("cli")
+        if hint:
+            click.echo(f"hint: {hint}", err=True)
         sys.exit(1)
     except BrokenPipeError:
         sys.exit(1)

@@ -38,13 +38,17 @@ def _document_json(doc: Document | Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _report(data: Mapping[str, Any]) -> IndexReport:
+    """The library's report from the `/index` answer (see `IndexReport.to_dict`)."""
     skipped = [(s["path"], s["reason"]) for s in data.get("skipped", ())]
+    written = int(data["chunks_written"])
     return IndexReport(
         documents=data["documents"],
-        unchanged=data["unchanged"],
-        chunks=data["chunks"],
+        unchanged=data["documents_unchanged"],
+        chunks=written,
         files=data.get("files", 0),
         skipped=skipped,
+        fragments=data.get("fragments", 0),
+        unchanged_chunks=int(data["chunks"]) - written,
     )
 
 

@@ -22,7 +22,7 @@ from ragloom.engine.ingest import IndexReport, Ingest, check_collection_name, em
 from ragloom.engine.models import Models, embedding_config
 from ragloom.engine.searching import DEFAULT_COLLECTION, Reading, Searcher
 from ragloom.enrich import Enricher
-from ragloom.errors import InputError, NotFound
+from ragloom.errors import InputError, NotFound, worded
 from ragloom.lexical import BM25Params
 from ragloom.loading import JsonlFields, discover_files, load_file
 from ragloom.models import Document, Hit, MultiSearchResult, SearchResult
@@ -230,7 +230,8 @@ class Index:
         added = self.add(
             documents(), collection=collection, enrichers=enrichers, on_embed_error=on_embed_error
         )
-        for name in ("documents", "unchanged", "chunks", "pending", "embedding_error", "fragments"):
+        names = ("documents", "unchanged", "chunks", "pending", "embedding_error", "fragments")
+        for name in (*names, "unchanged_chunks"):
             setattr(report, name, getattr(added, name))
         report.embedding_seconds = added.embedding_seconds
         return report
@@ -245,7 +246,7 @@ class Index:
         if removed is None:
             raise NotFound(
                 f"no document {doc_id!r} in collection {collection!r}",
-                "list documents with `ragloom stats --documents`",
+                hints=worded("list the documents with {documents}"),
             )
         return removed
 

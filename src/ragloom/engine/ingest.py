@@ -48,12 +48,22 @@ class IndexReport:
     embedding_error: str | None = None  # why they are pending
     embedding_seconds: float = 0.0  # time spent computing vectors
     fragments: int = 0  # pieces shorter than the collection's min_chars, dropped
+    unchanged_chunks: int = 0  # chunks held by the unchanged documents
+
+    @property
+    def total_chunks(self) -> int:
+        """Chunks the indexed documents hold now, written or already there."""
+        return self.chunks + self.unchanged_chunks
 
     def to_dict(self) -> dict[str, Any]:
+        """The JSON form the CLI (`--json`) and the HTTP sidecar answer with: `chunks` is
+        what the documents hold now, `unchanged` whether nothing needed writing."""
         return {
+            "chunks": self.total_chunks,
+            "unchanged": self.documents == 0,
             "documents": self.documents,
-            "unchanged": self.unchanged,
-            "chunks": self.chunks,
+            "documents_unchanged": self.unchanged,
+            "chunks_written": self.chunks,
             "fragments": self.fragments,
             "files": self.files,
             "skipped": [{"path": p, "reason": r} for p, r in self.skipped],
@@ -229,6 +239,9 @@ class Ingest:
         with self.store.snapshot() as snap:
             stored = snap.content_hashes(name, list(latest))
             has_chunks = snap.collection(name).size() > 0
+            unchanged = [doc_id for doc_id in latest if stored.get(doc_id) == hashes[doc_id]]
+            if unchanged:  # their chunks still count: re-indexing a file reports what it holds
+                report.unchanged_chunks += sum(snap.chunk_counts(name, unchanged).values())
         changed = []
         for doc_id, doc in latest.items():
             if stored.get(doc_id) == hashes[doc_id]:

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from ragloom.errors import EmbeddingError, InputError, NeedsVectors
+from ragloom.errors import EmbeddingError, InputError, NeedsVectors, worded
 from ragloom.lexical import BM25Params
 from ragloom.retrieval import controls, fusion, pipeline
 from ragloom.retrieval.controls import MISSING_POLICIES, BoostRule, MetadataOf
@@ -172,7 +172,7 @@ def rank(
     if mode != "lexical" and dense is None:
         raise NeedsVectors(
             f"{mode} search needs vectors, and this collection has none",
-            "index it with an embedding model (ragloom reembed), or use mode='lexical'",
+            hints=worded("give it vectors with {reembed}, or search with {lexical}"),
         )
     if not query.strip():  # nothing asked: no leg has anything to match (dense would rank
         return Ranking([], mode)  # every chunk at cosine 0.0)
@@ -242,7 +242,7 @@ def _refine(
         if vectors_of is None:
             raise NeedsVectors(
                 "MMR diversity needs vectors, and this collection has none",
-                "index it with an embedding model (ragloom reembed), or drop mmr",
+                hints=worded("give it vectors with {reembed}, or leave out mmr"),
             )
         pool = candidates[: max(options.candidates, options.top_k)]
         vectors = vectors_of([c.row_id for c in pool])

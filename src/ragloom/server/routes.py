@@ -31,10 +31,13 @@ INDEX_JOBS = 2  # concurrent /index jobs; the rest queue without taking query th
 _ERRORS: dict[int | str, dict[str, Any]] = {
     status: {"model": schemas.ErrorResponse, "description": text}
     for status, text in (
-        (400, "Malformed JSON"),
+        (
+            400,
+            "Malformed JSON (bad_json), or a field missing, unknown or of the wrong type"
+            " (bad_request), or unusable input (bad_input, invalid_utf8, bad_record)",
+        ),
         (413, "Body over the size limit"),
         (415, "Body is not JSON"),
-        (422, "Request does not fit the schema"),
         (500, "Unexpected server error"),
         (503, "Index unavailable"),
     )
@@ -89,13 +92,7 @@ def _run_index(holder: IndexHolder, settings: ServerSettings, body: schemas.Inde
             for d in body.documents or ()
         ]
         report = index.add(documents, collection=collection, enrichers=enrichers)
-    return {
-        "ok": True,
-        "collection": collection,
-        "file": file,
-        **report.to_dict(),
-        "noop": report.documents == 0 and report.chunks == 0,
-    }
+    return {"ok": True, "collection": collection, "file": file, **report.to_dict()}
 
 
 def _search(holder: IndexHolder, body: schemas.QueryRequest) -> dict[str, Any]:

@@ -268,16 +268,22 @@ class QueryRequest(SearchControls):
     tokens: bool = Field(False, description="Report each hit's size in tokens.")
 
 
-class ErrorBody(BaseModel):
-    code: str
-    message: str
-    hint: str | None = None
-    details: list[dict[str, Any]] | None = None
+class FieldProblem(BaseModel):
+    field: str | None = Field(description="The wrong field, e.g. `collections[0].top_k`.")
+    in_: Literal["body", "query", "path"] = Field(alias="in", description="Where it was sent.")
+    problem: str = Field(description='What is wrong with it, e.g. "must be at least 1".')
 
 
 class ErrorResponse(BaseModel):
+    """Every failure: `error` is a plain message string; `code` and `hint` stand beside it."""
+
     ok: Literal[False] = False
-    error: ErrorBody
+    error: str = Field(description="What went wrong, in plain words.")
+    code: str = Field(description="Stable error code, e.g. bad_request, not_found (docs/http.md).")
+    hint: str | None = Field(description="What to do about it, when ragloom knows.")
+    details: list[FieldProblem] | None = Field(
+        None, description="bad_request only: each wrong field and its problem."
+    )
 
 
 class Skipped(BaseModel):
@@ -289,12 +295,19 @@ class IndexResponse(BaseModel):
     ok: Literal[True] = True
     collection: str
     file: str | None = Field(description="The path indexed (real path), null for inline documents.")
-    files: int
+    chunks: int = Field(
+        description="Chunks the indexed documents hold now: those written plus those of"
+        " unchanged documents (so re-indexing an unchanged file reports its chunk count)."
+    )
+    unchanged: bool = Field(
+        description="True when nothing needed writing: every document was already indexed as is."
+    )
     documents: int = Field(description="New or changed documents written.")
-    chunks: int = Field(description="Chunks written.")
-    unchanged: int = Field(description="Documents whose content was already indexed as is.")
+    documents_unchanged: int = Field(description="Documents already indexed as they are.")
+    chunks_written: int = Field(description="Chunks written by this request.")
+    fragments: int = Field(description="Pieces shorter than the collection's min_chars, dropped.")
+    files: int
     skipped: list[Skipped]
-    noop: bool = Field(description="True when nothing was written (e.g. re-indexing unchanged).")
     pending: int = Field(
         0,
         description="Chunks stored without a vector because the embedding service failed;"
