@@ -164,3 +164,30 @@ def test_eval_on_a_small_beir_folder(tmp_path: Path):
     assert result["ndcg@10"] == 1.0 and result["mrr@10"] == 1.0 and result["queries"] == 2
     table = ragloom("eval", str(folder))
     assert "nDCG@10" in table.stdout
+
+
+def test_jsonl_fields_renamed_and_code_records_from_the_command_line(tmp_path: Path):
+    records = tmp_path / "kb.jsonl"
+    records.write_text(
+        json.dumps(
+            {
+                "id": "t",
+                "text": "func throttle(n: Int) -> Bool {\n    return n > 10\n}\n",
+                "lang": "swift",
+                "ios_version": "17.0",
+            }
+        )
+        + "\n"
+    )
+    db = tmp_path / "kb.db"
+    done = ragloom(
+        "index", str(records), "--field", "ios_version=ios_version_min",
+        "--language-field", "lang", index=db,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    found = json.loads(ragloom("search", "throttle", "--json", index=db).stdout)["results"]
+    assert found[0]["metadata"]["ios_version_min"] == "17.0"
+    assert (found[0]["metadata"]["kind"], found[0]["metadata"]["symbol"]) == (
+        "function",
+        "throttle",
+    )

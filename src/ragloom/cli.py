@@ -113,6 +113,19 @@ def cli(ctx: click.Context, index_path: str, embedder: str) -> None:
 @click.option("--title-field", default="title", show_default=True, help="JSONL title field.")
 @click.option("--text-field", default="text", show_default=True, help="JSONL text field.")
 @click.option("--collection-field", help="JSONL field naming each record's collection.")
+@click.option(
+    "--field",
+    "renames",
+    multiple=True,
+    metavar="FIELD=KEY",
+    help="Store JSONL field FIELD as metadata KEY, e.g. ios_version=ios_version_min (repeatable).",
+)
+@click.option(
+    "--language-field",
+    default="language",
+    show_default=True,
+    help="JSONL field naming a record's code language (swift, python, ...): chunked as code.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.pass_context
 def index_cmd(
@@ -132,6 +145,8 @@ def index_cmd(
     title_field: str,
     text_field: str,
     collection_field: str | None,
+    renames: tuple[str, ...],
+    language_field: str,
     as_json: bool,
 ) -> None:
     """Index files and folders (text, Markdown, JSONL, source code); unchanged files are skipped."""
@@ -168,7 +183,12 @@ def index_cmd(
             tokenizer=tokenizer,
         )
         fields = JsonlFields(
-            id=id_field, title=title_field, text=text_field, collection=collection_field
+            id=id_field,
+            title=title_field,
+            text=text_field,
+            collection=collection_field,
+            rename=_pairs(renames, "--field", str),
+            language=language_field or None,
         )
         with warnings.catch_warnings(record=True) as caught, _progress("indexing") as update:
             warnings.simplefilter("always")

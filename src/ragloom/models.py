@@ -16,6 +16,7 @@ class Document:
     source: str | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
     collection: str | None = None  # overrides the collection named in the indexing call
+    language: str | None = None  # a code language ("swift"): chunked as code, not prose
 
 
 @dataclass(frozen=True)

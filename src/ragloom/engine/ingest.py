@@ -85,7 +85,7 @@ def content_hash(doc: Document, config: CollectionConfig, salt: str = "") -> str
             doc.title,
             doc.source,
             doc.metadata,
-            _policy_fingerprint(config.policy_for(doc.source)),
+            _policy_fingerprint(config.policy_for(doc.source, doc.language)),
             config.title_weight,
             salt,
         ],
@@ -277,7 +277,7 @@ class Ingest:
         Fragments dropped by min_chars are counted in `report`."""
         terms = tokenizer.terms
         title_terms = terms(doc.title) * config.title_weight if doc.title else []
-        policy = config.policy_for(doc.source)
+        policy = config.policy_for(doc.source, doc.language)
         spans, fragments = split_document(doc.text, policy, doc.source, doc.title)
         report.fragments += fragments
         if enrichers:
