@@ -45,6 +45,25 @@ def test_client_is_exported() -> None:
     assert "Client" in ragloom.__all__
 
 
+def test_every_typed_error_is_importable_from_ragloom() -> None:
+    import ragloom.errors
+    import ragloom.server.errors
+
+    classes = {
+        name: value
+        for module in (ragloom.errors, ragloom.server.errors, ragloom.client)
+        for name, value in vars(module).items()
+        if isinstance(value, type) and issubclass(value, ragloom.RagloomError)
+    }
+    assert {"EmbedFailed", "EmbeddingOffline", "StorageFull", "Forbidden"} <= set(classes)
+    for name, cls in classes.items():
+        assert getattr(ragloom, name) is cls, name
+        assert name in ragloom.__all__, name
+    from ragloom import EmbedFailed  # the import the issue asked for
+
+    assert EmbedFailed.code == "embed_failed"
+
+
 def test_health_needs_no_token(server: ServerProcess) -> None:
     with Client(server.url) as anonymous:
         health = anonymous.health()

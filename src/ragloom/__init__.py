@@ -5,17 +5,33 @@ from typing import TYPE_CHECKING
 from ragloom.config import CollectionConfig
 from ragloom.errors import (
     DecodeError,
+    EmbeddingError,
+    EmbeddingMismatch,
+    EmbeddingOffline,
+    EmbedFailed,
     InputError,
+    ModelUnavailable,
+    NeedsVectors,
     NotFound,
     PathNotFound,
     RagloomError,
     RecordError,
+    StorageError,
+    StorageFull,
     StoreError,
 )
 from ragloom.index import DEFAULT_COLLECTION, Index, IndexReport
 from ragloom.lexical import BM25Params
 from ragloom.loading import JsonlFields
 from ragloom.models import Chunk, ChunkSpan, Document, Hit
+from ragloom.server.errors import (
+    Forbidden,
+    InvalidRequest,
+    MalformedJSON,
+    PayloadTooLarge,
+    ServerError,
+    Unauthorized,
+)
 
 if TYPE_CHECKING:
     from ragloom.client import Client
@@ -34,6 +50,10 @@ def __getattr__(name: str) -> object:
         from ragloom.client import Client
 
         return Client
+    if name == "ConnectionFailed":
+        from ragloom.client import ConnectionFailed
+
+        return ConnectionFailed
     raise AttributeError(f"module 'ragloom' has no attribute {name!r}")
 
 
@@ -44,17 +64,32 @@ __all__ = [
     "ChunkSpan",
     "Client",
     "CollectionConfig",
+    "ConnectionFailed",
     "DecodeError",
     "Document",
+    "EmbedFailed",
+    "EmbeddingError",
+    "EmbeddingMismatch",
+    "EmbeddingOffline",
+    "Forbidden",
     "Hit",
     "Index",
     "IndexReport",
     "InputError",
+    "InvalidRequest",
     "JsonlFields",
+    "MalformedJSON",
+    "ModelUnavailable",
+    "NeedsVectors",
     "NotFound",
     "PathNotFound",
+    "PayloadTooLarge",
     "RagloomError",
     "RecordError",
+    "ServerError",
+    "StorageError",
+    "StorageFull",
     "StoreError",
+    "Unauthorized",
     "open_index",
 ]

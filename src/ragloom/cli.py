@@ -54,9 +54,53 @@ def _print_json(data: Any) -> None:
     click.echo(json.dumps(data, ensure_ascii=False, indent=2))
 
 
+def _collection(ctx: click.Context, param: click.Parameter, value: str | None) -> str:
+    """A command's --collection, else the one given before the command, else "default"."""
+    return value or (ctx.obj or {}).get("collection") or DEFAULT_COLLECTION
+
+
 collection_option = click.option(
-    "--collection", "-c", default=DEFAULT_COLLECTION, show_default=True, help="Collection name."
+    "--collection",
+    "-c",
+    default=None,
+    callback=_collection,
+    help=f"Collection name (default: {DEFAULT_COLLECTION}; also accepted before the command).",
 )
+
+
+def _store(key: str) -> Callable[[click.Context, click.Parameter, str | None], None]:
+    """Option callback: a value given after the command overrides the one given before."""
+
+    def store(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
+        if value is not None:
+            if key == "embedder":
+                from ragloom.embedding.resolve import check_spec
+
+                check_spec(value)
+            ctx.ensure_object(dict)[key] = value
+
+    return store
+
+
+embedder_after = click.option(
+    "--embedder",
+    default=None,
+    expose_value=False,
+    callback=_store("embedder"),
+    help="Embedding model (as before the command).",
+)
+index_after = click.option(
+    "--index",
+    default=None,
+    expose_value=False,
+    callback=_store("index_path"),
+    help="Index file (as before the command).",
+)
+
+
+def where_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """`--index` and `--embedder` after the command too (`ragloom serve --index x.db`)."""
+    return index_after(embedder_after(command))
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -76,19 +120,27 @@ collection_option = click.option(
     help="Embedding model: auto (a collection's own; the local model for new ones when "
     "installed), none, local, openai:MODEL@URL or ollama:MODEL@URL (env RAGLOOM_EMBEDDER).",
 )
+@click.option(
+    "--collection", "-c", default=None, help="Collection for every command (default: default)."
+)
 @click.version_option(__version__, prog_name="ragloom")
 @click.pass_context
-def cli(ctx: click.Context, index_path: str, embedder: str) -> None:
-    """ragloom: index your own files and search them, offline."""
+def cli(ctx: click.Context, index_path: str, embedder: str, collection: str | None) -> None:
+    """ragloom: index your own files and search them, offline.
+
+    --index, --embedder and --collection go before or after the command.
+    """
     from ragloom.embedding.resolve import check_spec
 
     check_spec(embedder)
     ctx.ensure_object(dict)
     ctx.obj["index_path"] = index_path
     ctx.obj["embedder"] = embedder
+    ctx.obj["collection"] = collection
 
 
 @cli.command("index")
+@where_options
 @click.argument("paths", nargs=-1, required=True)
 @collection_option
 @click.option("--include", multiple=True, help="Glob of files to take inside folders (repeatable).")
@@ -268,9 +320,9 @@ def retrieval_options(command: Callable[..., Any]) -> Callable[..., Any]:
         click.option(
             "--min-similarity",
             type=float,
-            default=0.45,
-            show_default=True,
-            help="Drop dense-only hits below this cosine.",
+            default=None,
+            help="Drop dense-only hits below this cosine (default: the floor measured for "
+            "the collection's model; -1 keeps them all).",
         ),
         click.option("--min-score", type=float, help="Drop hits whose final score is lower."),
         click.option(
@@ -359,6 +411,7 @@ def _print_explain(explain: dict[str, Any]) -> None:
 
 
 @cli.command()
+@where_options
 @click.argument("query")
 @retrieval_options
 @click.option("--explain", is_flag=True, help="Show each stage's contribution to every hit.")
@@ -379,6 +432,13 @@ def search(ctx: click.Context, query: str, explain: bool, as_json: bool, **p: An
         return
     if hits.degraded:
         err.print(f"warning: {hits.reason}", highlight=False, markup=False)
+    if hits.below_floor and len(hits) < p["top_k"]:
+        err.print(
+            f"note: {hits.below_floor} hit(s) found only by the dense leg scored below the "
+            f"floor {hits.dense_floor:.2f} and were left out (--min-similarity)",
+            highlight=False,
+            markup=False,
+        )
     if not hits:
         out.print("no results")
         return
@@ -393,6 +453,7 @@ def search(ctx: click.Context, query: str, explain: bool, as_json: bool, **p: An
 
 
 @cli.command()
+@where_options
 @click.argument("query")
 @retrieval_options
 @click.option("--budget", type=click.IntRange(min=1), help="Token budget (cl100k tokens).")
@@ -451,6 +512,7 @@ def context(
 
 
 @cli.command()
+@where_options
 @click.option("--json", "as_json", is_flag=True)
 @click.option("--documents", "list_documents", is_flag=True, help="Also list documents.")
 @click.pass_context
@@ -491,6 +553,7 @@ def stats(ctx: click.Context, as_json: bool, list_documents: bool) -> None:
 
 
 @cli.command()
+@where_options
 @click.argument("doc_id")
 @collection_option
 @click.pass_context
@@ -502,6 +565,7 @@ def delete(ctx: click.Context, doc_id: str, collection: str) -> None:
 
 
 @cli.command()
+@where_options
 @collection_option
 @click.option(
     "--pending",
@@ -523,6 +587,7 @@ def reembed(ctx: click.Context, collection: str, pending: bool) -> None:
 
 
 @cli.command()
+@where_options
 @click.option("--json", "as_json", is_flag=True, help="Print the problems as JSON.")
 @click.pass_context
 def check(ctx: click.Context, as_json: bool) -> None:
@@ -542,6 +607,7 @@ def check(ctx: click.Context, as_json: bool) -> None:
 
 
 @cli.command("eval")
+@embedder_after
 @click.argument("folder", type=click.Path(file_okay=False))
 @click.option("--split", default="test", show_default=True, help="Which qrels/<split>.tsv.")
 @click.option("--k1", type=float, default=0.9, show_default=True)
@@ -635,6 +701,7 @@ def eval_cmd(
 
 
 @cli.command()
+@where_options
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind.")
 @click.option(
     "--port",

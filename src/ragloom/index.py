@@ -294,11 +294,13 @@ class Index:
         Options (see `SearchOptions`): `mode` ("lexical", "dense", "hybrid"; default hybrid
         when the collection has vectors), `fusion` ("rrf" with `rrf_k`, or "weighted" over
         `normalization`-ed scores) with per-leg `weights`, `candidates` per leg,
-        `min_dense_similarity` for dense-only hits, `min_score`, `bm25`, `strict` (raise
-        instead of answering from BM25 when the query cannot be embedded), `filters` (applied
-        inside both legs), `boosts`, `diversity` (`{"max_per": {...}}`, which caps only hits
-        that have the key unless `"missing": "group"`; `{"mmr": {...}}`),
-        `prefer`, `explain`, `with_tokens`. An empty or punctuation-only query gives no hits.
+        `min_dense_similarity` for dense-only hits (None: the floor measured for the
+        collection's model, see `ragloom.embedding.floors`; -1 keeps them all), `min_score`,
+        `bm25`, `strict` (raise instead of answering from BM25 when the query cannot be
+        embedded), `filters` (applied inside both legs), `boosts`, `diversity` (`{"max_per":
+        {...}}`, which caps only hits that have the key unless `"missing": "group"`; `{"mmr":
+        {...}}`), `prefer`, `explain`, `with_tokens`. An empty or punctuation-only query
+        gives no hits.
         """
         return self.search_with(query, _options(top_k, **options), collection)
 

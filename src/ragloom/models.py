@@ -106,12 +106,16 @@ class SearchResult(list):  # list[Hit]
         self.mode = mode
         self.degraded = degraded
         self.reason = reason
+        self.dense_floor: float | None = None  # the floor dense-only hits had to reach
+        self.below_floor = 0  # fused candidates dropped by it (why fewer than k came back)
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "mode": self.mode,
             "degraded": self.degraded,
             "reason": self.reason,
+            "dense_floor": self.dense_floor,
+            "below_floor": self.below_floor,
             "results": [h.to_dict() for h in self],
         }
 

@@ -15,6 +15,7 @@ import numpy as np
 
 from ragloom.config import CollectionConfig
 from ragloom.context import GROUNDING_INSTRUCTION, PackedContext, count_tokens, pack_context
+from ragloom.embedding.floors import dense_floor_of
 from ragloom.engine.models import Models, QueryVectors
 from ragloom.errors import InputError, NotFound
 from ragloom.lexical import BM25Params
@@ -72,7 +73,9 @@ class Searcher:
         if options.with_tokens:
             for hit in hits:
                 hit.tokens = count_tokens(hit.text)
-        return SearchResult(hits, ranking.mode, ranking.degraded, ranking.reason)
+        result = SearchResult(hits, ranking.mode, ranking.degraded, ranking.reason)
+        result.dense_floor, result.below_floor = ranking.floor, ranking.below_floor
+        return result
 
     def rank(self, query: str, options: SearchOptions, collection: str) -> Ranking:
         _check_query(query)
@@ -127,6 +130,7 @@ class Searcher:
             dense if has_dense else None,
             metadata_of,
             reader.vectors if stored_model else None,
+            dense_floor_of(stored_model),
         )
         if ranking.mode != "lexical":
             waiting = reader.pending()

@@ -54,7 +54,7 @@ class SearchOptions:
     weights: Mapping[str, float] = field(default_factory=dict)
     normalization: str = "minmax"
     candidates: int = 40
-    min_dense_similarity: float = 0.45
+    min_dense_similarity: float | None = None  # None: the model's floor (embedding.floors)
     min_score: float | None = None
     bm25: BM25Params | None = None
     strict: bool = False
@@ -84,7 +84,7 @@ class SearchOptions:
             raise InputError(
                 f"unknown normalization {self.normalization!r}", "use minmax or zscore"
             )
-        if not -1.0 <= self.min_dense_similarity <= 1.0:
+        if self.min_dense_similarity is not None and not -1.0 <= self.min_dense_similarity <= 1.0:
             raise InputError("min_dense_similarity must lie between -1 and 1")
         fusion._check_weights(self.weights)
         if self.filters is not None:
@@ -147,12 +147,15 @@ def parse_diversity(
 
 @dataclass
 class Ranking:
-    """The ranked candidates of one search, and whether a leg was missing."""
+    """The ranked candidates of one search, whether a leg was missing, and the dense-only
+    floor that applied (None: none) with how many fused candidates fell below it."""
 
     candidates: list[Candidate]
     mode: str
     degraded: bool = False
     reason: str | None = None
+    floor: float | None = None
+    below_floor: int = 0
 
 
 def rank(
@@ -162,11 +165,13 @@ def rank(
     dense: Leg | None,
     metadata_of: MetadataOf | None = None,
     vectors_of: Callable[[list[int]], np.ndarray] | None = None,
+    dense_floor: float | None = None,
 ) -> Ranking:
     """Run the legs the mode asks for, fuse, then boost, threshold, diversify, keep top k.
 
     The legs apply any filter themselves. `metadata_of` serves boosts and caps;
-    `vectors_of` serves MMR.
+    `vectors_of` serves MMR. `dense_floor` is the model's floor for dense-only hits, used
+    when the options give none (`min_dense_similarity=None`).
     """
     mode = options.mode or ("hybrid" if dense is not None else "lexical")
     if mode != "lexical" and dense is None:
@@ -179,6 +184,7 @@ def rank(
     deep = mode == "hybrid" or options.reorders
     depth = max(options.candidates, options.top_k) if deep else options.top_k
     degraded, reason = False, None
+    floor, below = None, 0
     if mode == "dense":
         rows, scores = dense(query, depth)  # type: ignore[misc]
         ranked = pipeline.leg_candidates(DENSE, rows, scores, alone=True)
@@ -205,8 +211,14 @@ def rank(
                 options.normalization,
                 _preference_scorer(options, metadata_of),
             )
-            ranked = pipeline.drop_weak_dense_only(ranked, options.min_dense_similarity)
-    return Ranking(_refine(ranked, options, metadata_of, vectors_of), mode, degraded, reason)
+            floor = options.min_dense_similarity
+            floor = dense_floor if floor is None else floor
+            if floor is not None:
+                fused = len(ranked)
+                ranked = pipeline.drop_weak_dense_only(ranked, floor)
+                below = fused - len(ranked)
+    refined = _refine(ranked, options, metadata_of, vectors_of)
+    return Ranking(refined, mode, degraded, reason, floor, below)
 
 
 def _preference_scorer(

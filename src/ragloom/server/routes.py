@@ -121,7 +121,13 @@ def _search(holder: IndexHolder, body: schemas.QueryRequest) -> dict[str, Any]:
         answer.update(_packed(packed))
     else:
         answer["context"] = CONTEXT_SEPARATOR.join(h.text for h in hits)
-    answer.update(mode=hits.mode, degraded=hits.degraded, reason=hits.reason)
+    answer.update(
+        mode=hits.mode,
+        degraded=hits.degraded,
+        reason=hits.reason,
+        dense_floor=hits.dense_floor,
+        below_floor=hits.below_floor,
+    )
     return answer
 
 

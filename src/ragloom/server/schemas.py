@@ -198,7 +198,13 @@ class SearchControls(_Strict):
     )
     normalization: Literal["minmax", "zscore"] = "minmax"
     candidates: Annotated[int, BeforeValidator(_integral)] = Field(40, ge=1, le=1000)
-    min_dense_similarity: float = Field(0.45, ge=-1, le=1)
+    min_dense_similarity: float | None = Field(
+        None,
+        ge=-1,
+        le=1,
+        description="Drop dense-only hits below this cosine. Default: the floor measured for"
+        " the collection's model (none for a model nobody measured); -1 keeps them all.",
+    )
     min_score: float | None = Field(None, allow_inf_nan=False)
     filters: Filter | None = None
     boosts: list[BoostIn] = Field(default_factory=list, max_length=50)
@@ -375,6 +381,12 @@ class QueryResponse(BaseModel):
     mode: str | None = Field(None, description="lexical, dense or hybrid")
     degraded: bool | None = Field(None, description="True when a leg failed (e.g. embedding)")
     reason: str | None = None
+    dense_floor: float | None = Field(
+        None, description="The cosine dense-only hits had to reach (null: no floor applied)."
+    )
+    below_floor: int | None = Field(
+        None, description="Fused candidates dropped by the floor (why fewer than top_k came)."
+    )
 
 
 class DeleteResponse(BaseModel):
