@@ -410,6 +410,16 @@ def _print_explain(explain: dict[str, Any]) -> None:
         out.print(line, markup=False, highlight=False)
 
 
+def _found_by(hit: Any) -> str:
+    """`found by both (lexical #1, dense #3)`: which leg found a hit, at which rank."""
+    ranks = [
+        f"{leg} #{rank}"
+        for leg, rank in (("lexical", hit.lexical_rank), ("dense", hit.dense_rank))
+        if rank is not None
+    ]
+    return f"found by {hit.match}" + (f" ({', '.join(ranks)})" if len(ranks) > 1 else "")
+
+
 @cli.command()
 @where_options
 @click.argument("query")
@@ -442,9 +452,11 @@ def search(ctx: click.Context, query: str, explain: bool, as_json: bool, **p: An
     if not hits:
         out.print("no results")
         return
+    legs = "lexical + dense" if hits.mode == "hybrid" else hits.mode
+    out.print(f"[dim]{hits.mode} search ({legs}), {len(hits)} hit(s)[/]")
     for hit in hits:
         heading = f"[bold]{hit.rank}.[/] {escape(hit.document_id)}  [dim]{escape(hit.chunk_id)} "
-        heading += f"chars {hit.start}-{hit.end}  score {hit.score:.3f}  {hit.match}[/]"
+        heading += f"chars {hit.start}-{hit.end}  score {hit.score:.3f}  {_found_by(hit)}[/]"
         out.print(heading)
         if hit.explain:
             _print_explain(hit.explain)
