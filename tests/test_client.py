@@ -117,6 +117,25 @@ def test_index_path_and_documents_and_stats(client: Client, root: Path) -> None:
     assert stats["collections"]["bible"]["documents"] == 2
 
 
+def test_unchanged_reindex_reports_the_chunks_held(client: Client, root: Path) -> None:
+    first = client.index_path(root / "bible", collection="held")
+    again = client.index_path(root / "bible", collection="held")
+    assert (again.chunks, again.unchanged_chunks) == (0, first.chunks)
+    assert again.total_chunks == first.total_chunks > 0
+
+
+def test_lenient_over_the_client(client: Client, root: Path) -> None:
+    (root / "bible" / "broken.txt").write_bytes(b"The bell \xff rang.")
+    try:
+        with pytest.raises(ragloom.InputError) as bad:
+            client.index_path(root / "bible" / "broken.txt", collection="lenient")
+        assert bad.value.code == "invalid_utf8" and '"lenient": true' in bad.value.hint
+        report = client.index_path(root / "bible" / "broken.txt", "lenient", lenient=True)
+        assert report.documents == 1
+    finally:
+        (root / "bible" / "broken.txt").unlink()
+
+
 def test_typed_errors(client: Client, root: Path, server: ServerProcess) -> None:
     with pytest.raises(InvalidRequest) as bad_k:
         client.search("x", top_k=0)

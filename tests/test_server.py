@@ -219,6 +219,24 @@ def test_documents_paging(http: httpx.Client) -> None:
         _error(http.get("/documents", params=bad), 400, "bad_request")
 
 
+def test_max_per_over_http_caps_only_hits_with_the_key(http: httpx.Client) -> None:
+    docs = [
+        {"id": f"c{n}", "text": f"grace note {n}", "metadata": {"scholar_id": "calvin"}}
+        for n in range(3)
+    ] + [{"id": f"f{n}", "text": f"grace question {n}", "metadata": {}} for n in range(3)]
+    _add(http, docs, "capped")
+    body = {"query": "grace", "top_k": 10, "collection": "capped"}
+    kept = http.post("/query", json={**body, "diversity": {"max_per": {"scholar_id": 2}}})
+    ids = [h["document_id"] for h in kept.json()["results"]]
+    assert sorted(i[0] for i in ids) == ["c", "c", "f", "f", "f"]
+    grouped = {"max_per": {"scholar_id": 2}, "missing": "group"}
+    ids = [
+        h["document_id"]
+        for h in http.post("/query", json={**body, "diversity": grouped}).json()["results"]
+    ]
+    assert sorted(i[0] for i in ids) == ["c", "c", "f", "f"]
+
+
 def test_stats(http: httpx.Client) -> None:
     _add(http, [{"id": "s1", "text": "statistics are fun"}], "statsy")
     stats = http.get("/stats").json()

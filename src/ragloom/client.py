@@ -115,11 +115,25 @@ class Client:
         raise error_from_payload(response.status_code, payload)
 
     # -- the library's calls ------------------------------------------------------------
-    def index_path(self, path: str | Path, collection: str | None = None) -> IndexReport:
-        """Index a file or folder on the server's machine (it must lie under a --root)."""
+    def index_path(
+        self,
+        path: str | Path,
+        collection: str | None = None,
+        include: Iterable[str] = (),
+        exclude: Iterable[str] = (),
+        lenient: bool = False,
+    ) -> IndexReport:
+        """Index a file or folder on the server's machine (it must lie under a --root);
+        `lenient` replaces invalid UTF-8 and skips bad JSONL lines, as in the library."""
         body: dict[str, Any] = {"path": str(path)}
         if collection is not None:
             body["collection"] = collection
+        if include:
+            body["include"] = list(include)
+        if exclude:
+            body["exclude"] = list(exclude)
+        if lenient:
+            body["lenient"] = True
         return _report(self._call("POST", "/index", json=body))
 
     def add(
