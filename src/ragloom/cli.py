@@ -82,20 +82,15 @@ def _store(key: str) -> Callable[[click.Context, click.Parameter, str | None], N
     return store
 
 
-embedder_after = click.option(
-    "--embedder",
-    default=None,
-    expose_value=False,
-    callback=_store("embedder"),
-    help="Embedding model (as before the command).",
-)
-index_after = click.option(
-    "--index",
-    default=None,
-    expose_value=False,
-    callback=_store("index_path"),
-    help="Index file (as before the command).",
-)
+def _after(name: str, key: str, what: str) -> Callable[[Callable[..., Any]], Any]:
+    """An option also accepted after the command, overriding the one given before it."""
+    return click.option(
+        name, default=None, expose_value=False, callback=_store(key), help=f"{what} (as before)."
+    )
+
+
+embedder_after = _after("--embedder", "embedder", "Embedding model")
+index_after = _after("--index", "index_path", "Index file")
 
 
 def where_options(command: Callable[..., Any]) -> Callable[..., Any]:
