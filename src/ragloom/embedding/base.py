@@ -22,6 +22,7 @@ class Embedder(ABC):
     name: str
     dimension: int
     batch_size: int = 32
+    dense_floor: float | None = None  # its dense-only floor, if known (embedding.floors)
 
     @abstractmethod
     def _embed_batch(self, texts: Sequence[str]) -> np.ndarray:

@@ -27,6 +27,15 @@ def floor_for(model: object) -> float | None:
     return KNOWN_FLOORS.get(_SAME_MODEL.get(name, name))
 
 
+def model_floor(embedder: Any) -> float | None:
+    """An embedder's floor: the one it declares (`dense_floor`), else its model's measured
+    one by name."""
+    own = getattr(embedder, "dense_floor", None)
+    if isinstance(own, (int, float)) and not isinstance(own, bool):
+        return float(own)
+    return floor_for(getattr(embedder, "name", None))
+
+
 def dense_floor_of(embedding: Mapping[str, Any] | None) -> float | None:
     """A collection's floor: its own stored one, else its model's measured one."""
     if not embedding:
