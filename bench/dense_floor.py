@@ -1,13 +1,15 @@
 """Choose a model's dense-only floor by measurement on the shared BEIR collections.
 
-Usage: python bench/dense_floor.py [--data ../shared/data] [--datasets scifact cranfield cosqa]
+Usage: python bench/dense_floor.py [--data ../shared/data]
+                                   [--datasets scifact scifact:train cranfield cosqa]
                                    [--embedder local] [--cache /work/cache/ragloom-bench]
-                                   [--floors 0 0.05 ... 0.6] [--top-k 10]
+                                   [--floors 0 0.05 ... 0.6] [--top-k 20]
 
 Hybrid search drops hits that only the dense leg found when their cosine is below a floor.
-For every candidate floor this prints, per collection, how many of the dense-only hits in
-the unfloored top k are relevant (judged in the qrels) and how many are not, how many of
-each the floor keeps, and hybrid (RRF) nDCG@10 with that floor. The recommended floor is the
+For every candidate floor this prints, per collection (and split: `scifact:train`), how many
+of the dense-only hits in the unfloored top k are relevant (judged in the qrels) and how
+many are not, how many of each the floor keeps, and hybrid (RRF, default settings: 40
+candidates a leg, 10 hits) nDCG@10 with that floor. The recommended floor is the
 highest one that keeps at least --keep (default 95%) of the relevant dense-only hits on every
 collection: above it, the floor starts costing real matches. Put the figure in
 `ragloom.embedding.floors.KNOWN_FLOORS` under the model's name.
@@ -79,11 +81,13 @@ def main() -> None:
     parser.add_argument(
         "--data", type=Path, default=Path(__file__).resolve().parents[2] / "shared" / "data"
     )
-    parser.add_argument("--datasets", nargs="+", default=["scifact", "cranfield", "cosqa"])
+    parser.add_argument(
+        "--datasets", nargs="+", default=["scifact", "scifact:train", "cranfield", "cosqa"]
+    )
     parser.add_argument("--embedder", default="local", help="model spec (as --embedder)")
     parser.add_argument("--cache", type=Path, default=Path("/work/cache/ragloom-bench"))
     parser.add_argument("--floors", nargs="+", type=float, default=FLOORS)
-    parser.add_argument("--top-k", type=int, default=10)
+    parser.add_argument("--top-k", type=int, default=20, help="hits whose legs are judged")
     parser.add_argument("--keep", type=float, default=0.95, help="share of relevant to keep")
     args = parser.parse_args()
 
@@ -104,22 +108,23 @@ def main() -> None:
     ):
         table.add_column(column, justify="right")
     kept_share: dict[str, dict[float, float]] = {}
-    for name in args.datasets:
-        dataset = load_beir(args.data / name)
+    for spec in args.datasets:
+        name, _, split = spec.partition(":")
+        dataset = load_beir(args.data / name, split or "test")
         index, _ = cached_index(args.data / name, args.cache, embedder)
         with index:
             dense_only = dense_only_hits(index, dataset, args.top_k)
             relevant, irrelevant = dense_only.totals
-            kept_share[name] = {}
+            kept_share[spec] = {}
             for floor in sorted(args.floors):
                 rel, irr = dense_only.kept(floor)
-                kept_share[name][floor] = rel / relevant if relevant else 1.0
+                kept_share[spec][floor] = rel / relevant if relevant else 1.0
                 options = SearchOptions(mode="hybrid", min_dense_similarity=floor)
-                metrics, _ = evaluate_index(index, dataset, options)
+                metrics, _ = evaluate_index(index, dataset, options, depth=10)
                 table.add_row(
-                    name,
+                    spec,
                     f"{floor:.2f}",
-                    f"{rel}/{relevant} ({kept_share[name][floor]:.0%})",
+                    f"{rel}/{relevant} ({kept_share[spec][floor]:.0%})",
                     f"{irr}/{irrelevant} ({irr / irrelevant if irrelevant else 0:.0%})",
                     f"{rel / (rel + irr) if rel + irr else 0:.3f}",
                     f"{metrics['ndcg@10']:.4f}",

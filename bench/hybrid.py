@@ -29,7 +29,7 @@ from ragloom.evaluation.runner import (
     evaluate_index,
     whole_document_config,
 )
-from ragloom.index import _embedding_text
+from ragloom.index import embedding_text
 from ragloom.retrieval.search import SearchOptions
 
 CONFIGS = {
@@ -65,7 +65,7 @@ def ingest_throughput(
     goes into a fresh index (empty embedding cache), so every passage is embedded.
     """
     docs = list(load_beir(folder).iter_corpus())[:sample]
-    texts = [_embedding_text(d.title, d.text) for d in docs]
+    texts = [embedding_text(d.title, d.text) for d in docs]
     embedder.embed(texts[:8])  # warm up
     raw, ingest = [], []
     for _ in range(repeats):

@@ -89,3 +89,28 @@ def test_the_floor_is_stored_with_the_collections_model(tmp_path: Path, declared
         assert [h.document_id for h in loose][0] == "limits"
     with Index(tmp_path / "f.db") as reopened:  # "auto": the stored model and its floor
         assert reopened.search("throttling", top_k=2).dense_floor == 0.9
+
+
+RATE_LIMITS = (
+    "Rate limiting: the API accepts at most 100 requests per minute for each key. Beyond that "
+    "it answers 429 Too Many Requests, and the client should back off and retry later."
+)
+
+
+def test_the_local_models_floor_keeps_a_real_paraphrase(tmp_path: Path) -> None:
+    # With the 0.45 floor of another model, "throttling" found nothing: the chunk about rate
+    # limiting scores about 0.35-0.40 with all-MiniLM-L6-v2.
+    local = LocalEmbedder()
+    assert floor_for(local.name) == 0.25 and floor_for("all-minilm") == 0.25
+    docs = [
+        Document("limits", RATE_LIMITS),
+        Document("bread", "Knead the dough, let it rise overnight, then bake it until golden."),
+        Document("cats", "Felines sleep for most of the day and hunt at dusk."),
+    ]
+    with Index(tmp_path / "l.db", embedder=local) as index:
+        index.add(docs)
+        found = index.search("throttling", top_k=3)
+        assert [h.document_id for h in found] == ["limits"] and found[0].match == "dense"
+        assert found.dense_floor == 0.25 and found.below_floor == 2  # the unrelated two
+        old = index.search("throttling", top_k=3, min_dense_similarity=0.45)
+        assert list(old) == [] and old.below_floor == 3
