@@ -245,11 +245,77 @@ def test_huge_overlap_still_progresses() -> None:
         assert a.end - b.start <= 49
 
 
-def test_packed_paragraphs_do_not_overlap() -> None:
-    text = "\n\n".join(sentences(2, 10 * i) for i in range(6))
-    chunks = chunk_text(text, ChunkPolicy(max_chars=120, overlap=50, min_chars=0))
+def chapter(paragraphs: int) -> str:
+    """A chapter of short paragraphs (two or three sentences each, 60-100 characters)."""
+    verbs = ("heard", "rang", "hid")
+    return "\n\n".join(
+        " ".join(f"Mira {verb} bell {p}." for verb in verbs[: 2 + p % 2]) for p in range(paragraphs)
+    )
+
+
+def test_packed_paragraphs_overlap_at_every_boundary() -> None:
+    # The novel-writing use: 1,000 characters with 200 overlap over short paragraphs. Packed
+    # chunks used to meet end to end (0-897, 900-1437): nothing was shared.
+    text = chapter(40)
+    chunks = chunk_text(text, ChunkPolicy(max_chars=1000, overlap=200, min_chars=20))
+    assert_exact(text, chunks, 1000)
+    assert len(chunks) >= 3
     for a, b in zip(chunks, chunks[1:]):
-        assert a.end < b.start
+        assert 0 < a.end - b.start <= 200
+        assert text[b.start - 1].isspace() and b.text.startswith("Mira")  # a sentence start
+    assert chunks[0].start == 0 and chunks[-1].end == len(text)
+
+
+def test_packed_overlap_prefers_the_earliest_sentence_in_the_window() -> None:
+    text = "\n\n".join(sentences(3, 10 * i) for i in range(6))  # paragraphs of ~83 chars
+    chunks = chunk_text(text, ChunkPolicy(max_chars=200, overlap=60, min_chars=0))
+    for a, b in zip(chunks, chunks[1:]):
+        window_starts = [
+            m.start()
+            for m in __import__("re").finditer(r"Sentence", text)
+            if a.end - 60 <= m.start() < a.end
+        ]
+        assert b.start == window_starts[0]
+
+
+def test_overlap_shrinks_to_keep_the_next_paragraph_whole() -> None:
+    first = sentences(3)  # 83 chars
+    second = sentences(6, 10)  # 170 chars: fits in 200 with up to 30 chars of overlap
+    text = first + "\n\n" + second
+    chunks = chunk_text(text, ChunkPolicy(max_chars=200, overlap=80, min_chars=0))
+    assert [c.text for c in chunks] == [first, text[chunks[1].start :]]
+    assert chunks[1].text.endswith(second)
+    assert 0 < chunks[0].end - chunks[1].start <= 30
+
+
+def test_a_paragraph_that_fills_a_chunk_stays_whole_without_overlap() -> None:
+    # Overlap there would cut a complete paragraph in two; keeping it whole is worth more.
+    text = "\n\n".join(
+        f"Paragraph {i} speaks of the amber lantern and nothing else." for i in range(5)
+    )
+    chunks = chunk_text(text, ChunkPolicy(max_chars=60, overlap=10, min_chars=5))
+    assert [c.text for c in chunks] == text.split("\n\n")
+
+
+def test_overlap_resumes_after_a_paragraph_that_filled_a_chunk() -> None:
+    big = sentences(7, 10)  # 198 chars: no room for overlap beside it in 200
+    text = sentences(3) + "\n\n" + big + "\n\n" + sentences(3, 30) + "\n\n" + sentences(3, 40)
+    chunks = chunk_text(text, ChunkPolicy(max_chars=200, overlap=60, min_chars=0))
+    assert_exact(text, chunks, 200)
+    assert chunks[1].text == big
+    assert chunks[1].start > chunks[0].end  # the one boundary without overlap
+    assert chunks[2].start < chunks[1].end  # the next chunk overlaps the big paragraph
+    assert chunks[2].text.startswith("Sentence number")
+
+
+def test_no_overlap_across_a_scene_break() -> None:
+    text = chapter(6) + "\n\n***\n\n" + chapter(6)
+    chunks = chunk_text(text, ChunkPolicy(max_chars=300, overlap=100, min_chars=0))
+    brk = text.index("***")
+    assert [c for c in chunks if c.start < brk < c.end] == []
+    before = [c for c in chunks if c.end <= brk]
+    after = [c for c in chunks if c.start > brk]
+    assert before and after and after[0].start == brk + 5
 
 
 # --- scene breaks -----------------------------------------------------------------------

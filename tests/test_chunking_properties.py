@@ -8,6 +8,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ragloom.chunking import MODES, ChunkPolicy, chunk_text
+from ragloom.chunking.sentences import sentence_bounds
 from ragloom.models import ChunkSpan
 
 SETTINGS = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -228,3 +229,54 @@ def test_overlap_up_to_max_minus_one_terminates(parts: list[str], max_chars: int
     check_invariants(text, policy, chunks)
     if text.strip():
         assert chunks[-1].end == len(text.rstrip())
+
+
+# --- overlap at every boundary -------------------------------------------------------------
+
+FLOW_WORDS = ["word", "Alpha", "be", "Mira", "rang", "a"]
+FLOW_GAPS = [" ", " ", " ", "\n", "\n\n", "\n \n", ". ", "! ", ".\n\n", "  "]
+flowing_text = st.lists(
+    st.tuples(st.sampled_from(FLOW_WORDS), st.sampled_from(FLOW_GAPS)), max_size=80
+).map(lambda pairs: "".join(word + gap for word, gap in pairs))
+_PARAGRAPH_START = re.compile(r"\n[^\S\n]*\n\s*(?=\S)")
+_PARAGRAPH_GAP = re.compile(r"\n(?:[^\S\n]*\n)+")
+
+
+def _preferred_starts(text: str) -> set[int]:
+    """Offsets where a sentence or a paragraph begins (the best places for an overlap)."""
+    _, starts = sentence_bounds(text, 0, len(text))
+    return set(starts) | {m.end() for m in _PARAGRAPH_START.finditer(text)}
+
+
+@st.composite
+def overlapping_policies(draw: st.DrawFn) -> ChunkPolicy:
+    """Prose policies with a real overlap window and room for every word beside it."""
+    max_chars = draw(st.integers(20, 200))
+    overlap = draw(st.integers(6, max_chars - 12))  # words are at most 5 chars + a space
+    return ChunkPolicy("prose", max_chars, overlap, 0)
+
+
+def _paragraph_end(text: str, start: int) -> int:
+    """End (trimmed) of the paragraph that begins at `start`."""
+    gap = _PARAGRAPH_GAP.search(text, start)
+    return len(text[: gap.start() if gap else len(text)].rstrip())
+
+
+@SETTINGS
+@given(flowing_text, overlapping_policies())
+def test_every_boundary_overlaps_at_a_word_or_sentence_edge(text: str, policy: ChunkPolicy) -> None:
+    """Consecutive chunks share text whenever the window before the boundary holds a word
+    start, except before a paragraph that no overlap would leave whole; the next chunk
+    begins at a sentence or paragraph start when one lies in the shared part."""
+    chunks = chunk_text(text, policy)
+    check_invariants(text, policy, chunks)
+    check_word_boundaries(text, chunks)
+    preferred = _preferred_starts(text)
+    for a, b in zip(chunks, chunks[1:]):
+        low = max(a.end - policy.overlap, a.start + 1)
+        words = [i for i in range(low, a.end) if text[i - 1].isspace() and not text[i].isspace()]
+        if words and b.start >= a.end:  # no overlap: only to keep a paragraph whole
+            assert b.start in preferred, (a, b)
+            assert _paragraph_end(text, b.start) - words[-1] > policy.max_chars, (a, b)
+        if b.start < a.end and any(b.start < i < a.end for i in preferred):
+            assert b.start in preferred, (a, b)

@@ -7,9 +7,13 @@ import os
 import sqlite3
 import subprocess
 import sys
+import time
 from pathlib import Path
 
+import httpx
 import pytest
+
+from ragloom.server.launch import free_port
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 
@@ -35,7 +39,8 @@ def test_index_search_stats_delete_roundtrip(tmp_path: Path):
 
     again = ragloom("index", str(DOCS), "--json", index=db)
     report = json.loads(again.stdout)
-    assert report["ok"] and report["documents"] == 0 and report["unchanged"] == report["files"]
+    assert report["ok"] and report["documents"] == 0 and report["unchanged"] is True
+    assert report["documents_unchanged"] == report["files"] and report["chunks"] > 0
 
     found = ragloom("search", "how are chunk ids numbered?", "--top-k", "2", "--json", index=db)
     hits = json.loads(found.stdout)["results"]
@@ -166,3 +171,73 @@ def test_eval_on_a_small_beir_folder(tmp_path: Path):
     assert lexical["ndcg@10"] == 1.0 and lexical["mrr@10"] == 1.0 and lexical["recall@100"] == 1.0
     table = ragloom("eval", str(folder))
     assert "nDCG@10" in table.stdout
+
+
+def test_jsonl_fields_renamed_and_code_records_from_the_command_line(tmp_path: Path):
+    records = tmp_path / "kb.jsonl"
+    records.write_text(
+        json.dumps(
+            {
+                "id": "t",
+                "text": "func throttle(n: Int) -> Bool {\n    return n > 10\n}\n",
+                "lang": "swift",
+                "ios_version": "17.0",
+            }
+        )
+        + "\n"
+    )
+    db = tmp_path / "kb.db"
+    done = ragloom(
+        "index", str(records), "--field", "ios_version=ios_version_min",
+        "--language-field", "lang", index=db,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    found = json.loads(ragloom("search", "throttle", "--json", index=db).stdout)["results"]
+    assert found[0]["metadata"]["ios_version_min"] == "17.0"
+    assert (found[0]["metadata"]["kind"], found[0]["metadata"]["symbol"]) == (
+        "function",
+        "throttle",
+    )
+
+
+def test_index_embedder_and_collection_options_go_before_or_after_the_command(tmp_path: Path):
+    db = tmp_path / "where.db"
+    after = [sys.executable, "-m", "ragloom", "index", str(DOCS), "--index", str(db)]
+    done = subprocess.run(
+        [*after, "--embedder", "none", "--collection", "notes"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert db.exists()
+    query = ("search", "how are chunk ids numbered?", "--json")
+    before = ragloom("--collection", "notes", *query, index=db)  # --index before the command
+    assert before.returncode == 0, before.stderr
+    late = ragloom(*query, "--index", str(db), "-c", "notes")
+    assert late.returncode == 0, late.stderr
+    assert json.loads(before.stdout)["results"] == json.loads(late.stdout)["results"] != []
+    bad = ragloom("stats", "--embedder", "nonsense", "--index", str(db))
+    assert bad.returncode != 0 and "unknown service spec" in bad.stderr
+
+
+def test_serve_accepts_the_index_option_after_the_command(tmp_path: Path):
+    port = free_port()
+    db = tmp_path / "served.db"
+    command = ["serve", "--index", str(db), "--port", str(port), "--embedder", "none"]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ragloom", *command], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and proc.poll() is None:
+            try:
+                assert httpx.get(f"http://127.0.0.1:{port}/health", timeout=1).json()["ok"]
+                break
+            except httpx.TransportError:
+                time.sleep(0.05)
+        assert proc.poll() is None, "serve --index after the command exited"
+        assert db.exists()  # it opened the index named after the command
+    finally:
+        proc.terminate()
+        proc.wait(timeout=15)

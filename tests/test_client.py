@@ -45,6 +45,25 @@ def test_client_is_exported() -> None:
     assert "Client" in ragloom.__all__
 
 
+def test_every_typed_error_is_importable_from_ragloom() -> None:
+    import ragloom.errors
+    import ragloom.server.errors
+
+    classes = {
+        name: value
+        for module in (ragloom.errors, ragloom.server.errors, ragloom.client)
+        for name, value in vars(module).items()
+        if isinstance(value, type) and issubclass(value, ragloom.RagloomError)
+    }
+    assert {"EmbedFailed", "EmbeddingOffline", "StorageFull", "Forbidden"} <= set(classes)
+    for name, cls in classes.items():
+        assert getattr(ragloom, name) is cls, name
+        assert name in ragloom.__all__, name
+    from ragloom import EmbedFailed  # the import the issue asked for
+
+    assert EmbedFailed.code == "embed_failed"
+
+
 def test_health_needs_no_token(server: ServerProcess) -> None:
     with Client(server.url) as anonymous:
         health = anonymous.health()
@@ -98,10 +117,30 @@ def test_index_path_and_documents_and_stats(client: Client, root: Path) -> None:
     assert stats["collections"]["bible"]["documents"] == 2
 
 
+def test_unchanged_reindex_reports_the_chunks_held(client: Client, root: Path) -> None:
+    first = client.index_path(root / "bible", collection="held")
+    again = client.index_path(root / "bible", collection="held")
+    assert (again.chunks, again.unchanged_chunks) == (0, first.chunks)
+    assert again.total_chunks == first.total_chunks > 0
+
+
+def test_lenient_over_the_client(client: Client, root: Path) -> None:
+    (root / "bible" / "broken.txt").write_bytes(b"The bell \xff rang.")
+    try:
+        with pytest.raises(ragloom.InputError) as bad:
+            client.index_path(root / "bible" / "broken.txt", collection="lenient")
+        assert bad.value.code == "invalid_utf8" and '"lenient": true' in bad.value.hint
+        report = client.index_path(root / "bible" / "broken.txt", "lenient", lenient=True)
+        assert report.documents == 1
+    finally:
+        (root / "bible" / "broken.txt").unlink()
+
+
 def test_typed_errors(client: Client, root: Path, server: ServerProcess) -> None:
     with pytest.raises(InvalidRequest) as bad_k:
         client.search("x", top_k=0)
-    assert isinstance(bad_k.value, ragloom.InputError) and bad_k.value.status == 422
+    assert isinstance(bad_k.value, ragloom.InputError) and bad_k.value.status == 400
+    assert bad_k.value.code == "bad_request" and "'top_k' must be at least 1" in bad_k.value.message
     with pytest.raises(Forbidden):
         client.index_path(root.parent)
     with pytest.raises(Forbidden):

@@ -68,6 +68,46 @@ def test_cap_per_key_keeps_the_best_two_per_scholar():
     assert out[1].diversity == ("scholar_id='calvin': #2 of 2",)
 
 
+# Study app: four commentary chunks by two scholars, four without a scholar (word studies,
+# FAQ), interleaved by score. A cap of 2 per scholar must not touch the scholar-less ones.
+STUDY = {
+    10: ({"scholar_id": "calvin"}, 0.50),
+    11: ({"source_type": "word_study"}, 0.45),
+    12: ({"scholar_id": "calvin"}, 0.40),
+    13: ({"source_type": "faq", "scholar_id": None}, 0.35),
+    14: ({"scholar_id": "calvin"}, 0.30),
+    15: ({"source_type": "word_study"}, 0.2626),
+    16: ({"source_type": "faq"}, 0.20),
+    17: ({"scholar_id": "moo"}, 0.1633),
+}
+
+
+def study_cands() -> list[Candidate]:
+    return cands({row: score for row, (_, score) in STUDY.items()})
+
+
+def study_meta(row: int) -> dict:
+    return STUDY[row][0]
+
+
+def test_cap_per_key_never_caps_hits_without_the_key():
+    out = cap_per_key(study_cands(), {"scholar_id": 2}, study_meta)
+    assert [c.row_id for c in out] == [10, 11, 12, 13, 15, 16, 17]  # only calvin's third goes
+    assert out[1].diversity == ()  # nothing was counted for the scholar-less chunk
+
+
+def test_cap_per_key_can_group_hits_without_the_key():
+    out = cap_per_key(study_cands(), {"scholar_id": 2}, study_meta, missing="group")
+    assert [c.row_id for c in out] == [10, 11, 12, 13, 17]
+    assert out[3].diversity == ("scholar_id=None: #2 of 2",)
+
+
+def test_search_options_carry_the_missing_policy():
+    assert SearchOptions(diversity={"max_per": {"scholar_id": 2}}).cap_missing == "keep"
+    grouped = SearchOptions(diversity={"max_per": {"scholar_id": 2}, "missing": "group"})
+    assert grouped.cap_missing == "group"
+
+
 def test_mmr_prefers_novel_candidates():
     vectors = np.array([[1.0, 0.0], [0.999, 0.0447], [0.0, 1.0]], np.float32)
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
@@ -98,6 +138,7 @@ def test_bad_boosts(spec, message):
         ({"max_per": {"scholar_id": 0}}, "positive integer"),
         ({"mmr": {"lambda": 2}}, "between 0 and 1"),
         ({"shuffle": True}, "unknown diversity control"),
+        ({"max_per": {"scholar_id": 2}, "missing": "drop"}, "keep, group"),
         ("max 2", "must be an object"),
     ],
 )

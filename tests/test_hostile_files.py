@@ -95,7 +95,7 @@ def test_cli_reports_every_bad_file_and_exits_non_zero(tmp_path: Path) -> None:
     assert "Traceback" not in proc.stderr
     as_json = run_cli("index", str(folder), "--json", index=tmp_path / "c.db")
     report = json.loads(as_json.stdout)
-    assert as_json.returncode == 1 and report["ok"] is False and report["unchanged"] == 51
+    assert as_json.returncode == 1 and report["ok"] is False and report["documents_unchanged"] == 51
     assert {(f["code"], f["offset"], f["line"]) for f in report["failed"]} == {
         ("invalid_utf8", 18, 2),
         ("bad_input", None, None),

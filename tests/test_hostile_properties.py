@@ -114,7 +114,7 @@ def _typed(response: httpx.Response) -> None:
     assert "Traceback" not in response.text
     body = response.json()
     if response.status_code >= 400:
-        assert body["ok"] is False and body["error"]["code"], response.text
+        assert body["ok"] is False and body["code"], response.text
 
 
 @SETTINGS

@@ -326,3 +326,69 @@ def test_concurrent_writers_in_one_process_keep_memory_equal_to_the_file(tmp_pat
     with Index(path) as fresh:
         again = {q: [(h.chunk_id, h.score) for h in fresh.search(q, top_k=200)] for q in live}
     assert live == again
+
+
+# --- nothing with content is silently dropped -----------------------------------------------
+
+
+@pytest.mark.parametrize("body", ["", "   \n\t ", "\n***\n"])
+def test_a_titled_document_without_a_body_is_one_searchable_chunk(index: Index, body: str):
+    # A public collection where half the documents are titles only lost half its corpus.
+    report = index.add(
+        [
+            Document("t1", body, title="Rate limiting and throttling"),
+            Document("t2", "", title=None),  # no title, no body: nothing to find
+        ]
+    )
+    assert (report.documents, report.chunks) == (2, 1)
+    (hit,) = index.search("throttling")
+    assert (hit.chunk_id, hit.title, hit.text, hit.start, hit.end) == (
+        "t1-0",
+        "Rate limiting and throttling",
+        "",
+        0,
+        0,
+    )
+    assert "[1] title: Rate limiting and throttling" in index.context("throttling").text
+
+
+def test_a_titled_markdown_document_without_a_body_keeps_its_heading_metadata(index: Index):
+    index.add([Document("notes.md", "", title="Empty page", source="notes.md")])
+    (hit,) = index.search("empty page")
+    assert hit.metadata == {"headings": []}
+
+
+def test_a_short_body_is_kept_whole_with_its_title(index: Index):
+    index.add([Document("s", "Yes.", title="Is the bell drowned")])
+    (hit,) = index.search("drowned bell")
+    assert (hit.text, hit.title) == ("Yes.", "Is the bell drowned")
+
+
+def test_the_report_counts_fragments_dropped_by_the_minimum_length(index: Index, tmp_path):
+    long = "Mira climbs the lighthouse stairs every night to tend the lamp. " * 2
+    text = f"{long}\n\n***\n\nOk.\n\n***\n\n{long}\n\n***\n\nNo.\n"
+    report = index.add([Document("frag", text)])
+    assert (report.chunks, report.fragments) == (2, 2)
+    assert report.to_dict()["fragments"] == 2
+    (tmp_path / "frag.txt").write_text(text)
+    file_report = index.index_path(tmp_path / "frag.txt", collection="files")
+    assert (file_report.chunks, file_report.fragments) == (2, 2)
+    again = index.add([Document("frag", text)])
+    assert (again.unchanged, again.fragments) == (1, 0)
+
+
+def test_max_per_caps_only_hits_that_have_the_key(index: Index):
+    grace = "Grace in Romans {n}: the gift given freely, grace upon grace."
+    documents = [
+        Document(f"calvin-{n}", grace.format(n=n), metadata={"scholar_id": "calvin"})
+        for n in range(3)
+    ] + [Document(f"study-{n}", grace.format(n=n), metadata={"type": "faq"}) for n in range(3)]
+    index.add(documents)
+    capped = index.search("grace", top_k=10, diversity={"max_per": {"scholar_id": 2}})
+    assert sum(h.document_id.startswith("calvin") for h in capped) == 2
+    assert sum(h.document_id.startswith("study") for h in capped) == 3
+    grouped = index.search(
+        "grace", top_k=10, diversity={"max_per": {"scholar_id": 2}, "missing": "group"}
+    )
+    assert sum(h.document_id.startswith("study") for h in grouped) == 2
+    assert sum(h.document_id.startswith("calvin") for h in grouped) == 2

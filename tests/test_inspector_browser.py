@@ -135,7 +135,7 @@ def test_errors_are_shown_with_code_and_hint(browser: Browser, server: ServerPro
     page.click("#search-button")
     message = page.locator("#message")
     expect(message).to_be_visible()
-    expect(message).to_contain_text("HTTP 422")
+    expect(message).to_contain_text("HTTP 400")
     page.fill("#filter", "{not json")
     page.click("#search-button")
     expect(message).to_contain_text("not valid JSON")

@@ -138,3 +138,82 @@ def test_binary_jsonl_is_skipped(tmp_path: Path) -> None:
     path.write_bytes(b'{"id": "a"}\x00\x00')
     loaded = load_file(FoundFile(path, tmp_path))
     assert loaded.skipped == "binary file" and list(loaded.documents) == []
+
+
+# --- the coding agent's records: renamed fields, code records chunked as code ---------------
+
+SWIFT = (
+    "import SwiftUI\n\n"
+    "struct ThrottleView: View {\n"
+    '    var body: some View { Text("rate limited") }\n'
+    "}\n\n"
+    "func throttle(requests: Int, per seconds: Double) -> Bool {\n"
+    "    return requests > Int(seconds * 10)\n"
+    "}\n"
+)
+KNOWLEDGE = [
+    {
+        "id": "throttle-swift",
+        "title": "Throttling requests",
+        "text": SWIFT,
+        "language": "swift",
+        "ios_version": "17.0",
+        "framework": "SwiftUI",
+    },
+    {
+        "id": "throttle-doc",
+        "title": "About throttling",
+        "text": "Throttling limits how often a request may run. " * 3,
+        "language": "en",
+        "ios_version": "16.0",
+    },
+]
+
+
+def test_mapped_fields_can_be_renamed(tmp_path: Path) -> None:
+    path = write_lines(tmp_path / "kb.jsonl", KNOWLEDGE)
+    fields = JsonlFields(rename={"ios_version": "ios_version_min"})
+    docs = list(read_jsonl_file(path, fields))
+    assert docs[0].metadata == {
+        "language": "swift",
+        "ios_version_min": "17.0",
+        "framework": "SwiftUI",
+    }
+    chosen = JsonlFields(metadata=("ios_version",), rename={"ios_version": "ios_version_min"})
+    assert [d.metadata for d in read_jsonl_file(path, chosen)] == [
+        {"ios_version_min": "17.0"},
+        {"ios_version_min": "16.0"},
+    ]
+    with Index(tmp_path / "i.db") as index:
+        index.index_path(path, jsonl=fields)
+        hits = index.search("throttling", filters={"ios_version_min": {"$version_gte": "17"}})
+        assert {h.document_id for h in hits} == {"throttle-swift"}
+
+
+def test_renaming_two_fields_onto_one_key_names_the_line(tmp_path: Path) -> None:
+    path = write_lines(tmp_path / "kb.jsonl", KNOWLEDGE[:1])
+    fields = JsonlFields(rename={"ios_version": "framework"})
+    with pytest.raises(RecordError, match="line 1: .*'ios_version'.*'framework'"):
+        list(read_jsonl_file(path, fields))
+
+
+def test_a_record_in_a_code_language_is_chunked_as_code(tmp_path: Path) -> None:
+    path = write_lines(tmp_path / "kb.jsonl", KNOWLEDGE)
+    with Index(tmp_path / "i.db") as index:
+        index.index_path(path)
+        hits = index.search("throttle requests per seconds", top_k=10)
+        code = [h for h in hits if h.document_id == "throttle-swift"]
+        assert code and all(h.metadata["kind"] in ("function", "struct", "module") for h in code)
+        assert {h.metadata.get("symbol") for h in code} >= {"throttle"}
+        assert all(h.metadata["language"] == "swift" for h in code)
+        prose = [h for h in hits if h.document_id == "throttle-doc"]
+        assert prose and all("kind" not in h.metadata for h in prose)  # "en" is not code
+
+
+def test_the_language_field_can_be_mapped(tmp_path: Path) -> None:
+    records = [{"id": "p", "text": "def greet(name):\n    return name\n", "lang": "Python"}]
+    path = write_lines(tmp_path / "kb.jsonl", records)
+    (doc,) = read_jsonl_file(path, JsonlFields(language="lang"))
+    assert doc.language == "python"
+    (plain,) = read_jsonl_file(path, JsonlFields(language=None))
+    assert plain.language is None

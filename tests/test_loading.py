@@ -67,6 +67,11 @@ def test_invalid_utf8_names_file_and_byte_offset(tmp_path: Path):
     assert "bad.txt" in str(info.value) and "byte 16" in str(info.value)
     lenient = load_file(FoundFile(bad, tmp_path), lenient=True)
     assert "\ufffd" in lenient.documents[0].text
+    # Each caller reads the fix in its own words: a keyword here, a flag on the command line,
+    # a request field over HTTP.
+    assert "lenient=True" in info.value.hint and "--lenient" not in info.value.hint
+    assert "--lenient" in info.value.hint_for("cli")
+    assert '"lenient": true' in info.value.hint_for("http")
 
 
 def test_bom_is_dropped_and_markdown_title_found(tmp_path: Path):

@@ -62,16 +62,23 @@ def http(server: ServerProcess):
         yield client
 
 
+PYDANTIC_INTERNALS = ("body.", "function-after", "constrained-", "list[", "Input should", "[key]")
+
+
 def _error(response: httpx.Response, status: int, code: str | None = None) -> dict:
-    """Assert a typed JSON error and return its `error` object."""
+    """Assert a typed JSON error (`error` a plain message, `code` and `hint` beside it) and
+    return the whole body."""
     assert response.status_code == status, response.text
     body = response.json()
     assert body["ok"] is False
-    assert isinstance(body["error"]["message"], str) and body["error"]["message"]
+    assert isinstance(body["error"], str) and body["error"]
+    assert isinstance(body["code"], str) and "hint" in body
+    assert body["hint"] is None or isinstance(body["hint"], str)
     if code is not None:
-        assert body["error"]["code"] == code
+        assert body["code"] == code
     assert "Traceback" not in response.text
-    return body["error"]
+    assert not any(internal in body["error"] for internal in PYDANTIC_INTERNALS), body["error"]
+    return body
 
 
 def _add(http: httpx.Client, docs: list[dict], collection: str | None = None) -> dict:
@@ -96,7 +103,25 @@ def test_health_and_openapi(http: httpx.Client) -> None:
     assert '"minimum": 1' in json.dumps(schema["components"]["schemas"]["QueryRequest"])
 
 
-def test_index_inline_documents_then_noop(http: httpx.Client) -> None:
+def test_openapi_declares_the_flat_error_envelope_and_400s(http: httpx.Client) -> None:
+    schema = http.get("/openapi.json").json()
+    models = schema["components"]["schemas"]
+    error = models["ErrorResponse"]
+    assert error["properties"]["error"]["type"] == "string"
+    assert {"ok", "error", "code", "hint"} <= set(error["properties"])
+    assert set(error["required"]) >= {"error", "code"}
+    index_reply = models["IndexResponse"]["properties"]
+    assert index_reply["unchanged"]["type"] == "boolean"
+    assert index_reply["chunks"]["type"] == "integer"
+    for path in ("/index", "/query"):
+        responses = schema["paths"][path]["post"]["responses"]
+        assert "400" in responses and "422" not in responses
+        assert responses["400"]["content"]["application/json"]["schema"] == {
+            "$ref": "#/components/schemas/ErrorResponse"
+        }
+
+
+def test_index_inline_documents_then_unchanged(http: httpx.Client) -> None:
     docs = [
         {
             "id": "inline-1",
@@ -107,15 +132,13 @@ def test_index_inline_documents_then_noop(http: httpx.Client) -> None:
     ]
     first = _add(http, docs, "inline")
     assert first["ok"] is True
-    assert (first["documents"], first["unchanged"], first["noop"]) == (2, 0, False)
-    assert first["chunks"] >= 2 and first["file"] is None and first["collection"] == "inline"
+    assert (first["documents"], first["documents_unchanged"], first["unchanged"]) == (2, 0, False)
+    assert first["chunks"] >= 2 and first["chunks_written"] == first["chunks"]
+    assert first["file"] is None and first["collection"] == "inline"
     again = _add(http, docs, "inline")
-    assert (again["documents"], again["chunks"], again["unchanged"], again["noop"]) == (
-        0,
-        0,
-        2,
-        True,
-    )
+    # Nothing written, but the answer still says how many chunks the documents hold.
+    assert (again["documents"], again["documents_unchanged"], again["unchanged"]) == (0, 2, True)
+    assert (again["chunks"], again["chunks_written"]) == (first["chunks"], 0)
 
 
 def test_query_results_and_context(http: httpx.Client) -> None:
@@ -155,10 +178,11 @@ def test_index_path_folder_file_and_reindex(http: httpx.Client, tree: dict[str, 
     notes = tree["root"] / "notes"
     report = http.post("/index", json={"path": str(notes), "collection": "lore"}).json()
     assert report["ok"] is True
-    assert (report["files"], report["documents"], report["noop"]) == (2, 2, False)
+    assert (report["files"], report["documents"], report["unchanged"]) == (2, 2, False)
     assert report["file"] == "notes"  # relative to its root
     again = http.post("/index", json={"path": str(notes), "collection": "lore"}).json()
-    assert (again["documents"], again["unchanged"], again["noop"]) == (0, 2, True)
+    assert (again["documents"], again["documents_unchanged"], again["unchanged"]) == (0, 2, True)
+    assert again["chunks"] == report["chunks"] > 0 and again["chunks_written"] == 0
     hits = http.post("/query", json={"query": "Aelwen", "collection": "lore"}).json()["results"]
     assert (hits[0]["document_id"], hits[0]["source"]) == ("notes/lore.md", "notes/lore.md")
     one = http.post("/index", json={"path": str(tree["root"] / "links" / "ok.txt")}).json()
@@ -191,7 +215,25 @@ def test_documents_paging(http: httpx.Client) -> None:
     assert everything["total"] >= 7
     _error(http.get("/documents", params={"collection": "no-such"}), 404, "not_found")
     for bad in ({"limit": 0}, {"limit": 1001}, {"offset": -1}, {"limit": "many"}):
-        _error(http.get("/documents", params=bad), 422, "invalid_request")
+        _error(http.get("/documents", params=bad), 400, "bad_request")
+
+
+def test_max_per_over_http_caps_only_hits_with_the_key(http: httpx.Client) -> None:
+    docs = [
+        {"id": f"c{n}", "text": f"grace note {n}", "metadata": {"scholar_id": "calvin"}}
+        for n in range(3)
+    ] + [{"id": f"f{n}", "text": f"grace question {n}", "metadata": {}} for n in range(3)]
+    _add(http, docs, "capped")
+    body = {"query": "grace", "top_k": 10, "collection": "capped"}
+    kept = http.post("/query", json={**body, "diversity": {"max_per": {"scholar_id": 2}}})
+    ids = [h["document_id"] for h in kept.json()["results"]]
+    assert sorted(i[0] for i in ids) == ["c", "c", "f", "f", "f"]
+    grouped = {"max_per": {"scholar_id": 2}, "missing": "group"}
+    ids = [
+        h["document_id"]
+        for h in http.post("/query", json={**body, "diversity": grouped}).json()["results"]
+    ]
+    assert sorted(i[0] for i in ids) == ["c", "c", "f", "f"]
 
 
 def test_stats(http: httpx.Client) -> None:
@@ -233,11 +275,13 @@ def test_missing_path_under_root_is_404(http: httpx.Client, tree: dict[str, Path
     _error(http.post("/index", json={"path": str(tree["root"] / "nope.md")}), 404, "not_found")
 
 
-def test_invalid_utf8_is_422_unless_lenient(http: httpx.Client, tree: dict[str, Path]) -> None:
+def test_invalid_utf8_is_400_unless_lenient(http: httpx.Client, tree: dict[str, Path]) -> None:
     file = str(tree["root"] / "bad" / "broken.txt")
-    error = _error(http.post("/index", json={"path": file, "collection": "bad"}), 422)
-    assert error["code"] == "invalid_utf8" and "bad/broken.txt" in error["message"]
-    assert str(tree["root"]) not in error["message"]
+    error = _error(http.post("/index", json={"path": file, "collection": "bad"}), 400)
+    assert error["code"] == "invalid_utf8" and "bad/broken.txt" in error["error"]
+    assert str(tree["root"]) not in error["error"]
+    # The hint speaks the request's language, not the command line's.
+    assert '"lenient": true' in error["hint"] and "--lenient" not in error["hint"]
     folder = http.post("/index", json={"path": str(tree["root"] / "bad"), "collection": "bad"})
     assert folder.status_code == 200  # a folder: every other file indexed, this one reported
     assert folder.json()["failed"] == [
@@ -245,7 +289,7 @@ def test_invalid_utf8_is_422_unless_lenient(http: httpx.Client, tree: dict[str, 
             "path": "bad/broken.txt",
             "code": "invalid_utf8",
             "reason": "bad/broken.txt: invalid UTF-8 at byte 11, line 1 (invalid start byte)",
-            "hint": "fix the file's encoding, or index it with --lenient to replace bad bytes",
+            "hint": error["hint"],
             "offset": 11,
             "line": 1,
         }
@@ -270,25 +314,37 @@ def test_non_json_body_is_415(http: httpx.Client) -> None:
 
 
 @pytest.mark.parametrize(
-    "body",
+    ("body", "message"),
     [
-        {"query": "x", "top_k": -1},
-        {"query": "x", "top_k": 0},
-        {"query": "x", "top_k": 101},
-        {"query": "x", "top_k": "3"},
-        {"query": "x", "top_k": True},
-        {"query": "x", "top_k": 2.5},
-        {"query": 42},
-        {"top_k": 3},
-        {"query": "x", "topk": 3},
-        {"query": "x", "collection": ""},
-        {"query": "x", "collection": 7},
-        [1, 2, 3],
+        ({"query": "x", "top_k": -1}, "field 'top_k' must be at least 1"),
+        ({"query": "x", "top_k": 0}, "field 'top_k' must be at least 1"),
+        ({"query": "x", "top_k": 101}, "field 'top_k' must be at most 100"),
+        ({"query": "x", "top_k": "3"}, "field 'top_k' must be a whole number"),
+        ({"query": "x", "top_k": True}, "field 'top_k' must be a whole number"),
+        ({"query": "x", "top_k": 2.5}, "field 'top_k' must be a whole number"),
+        ({"query": 42}, "field 'query' must be a string"),
+        ({"top_k": 3}, "field 'query' is required"),
+        ({"query": "x", "topk": 3}, "field 'topk' is not a field of this request (did you mean"),
+        ({"query": "x", "collection": ""}, "field 'collection' must not be empty"),
+        ({"query": "x", "collection": 7}, "field 'collection' must be a string"),
+        ({"query": "x", "mode": "fast"}, "field 'mode' must be one of 'lexical', 'dense' or"),
+        (
+            {"query": "x", "collections": [{"collection": "a", "top_k": 0}]},
+            "field 'collections[0].top_k' must be at least 1",
+        ),
+        (
+            {"query": "x", "diversity": {"max_per": {"scholar_id": 0}}},
+            "field \"diversity.max_per['scholar_id']\" must be at least 1",
+        ),
+        ([1, 2, 3], "the request body must be a JSON object"),
     ],
 )
-def test_query_schema_violations_are_422(http: httpx.Client, body: object) -> None:
-    error = _error(http.post("/query", json=body), 422, "invalid_request")
-    assert error["details"]
+def test_query_schema_violations_are_400_in_plain_words(
+    http: httpx.Client, body: object, message: str
+) -> None:
+    error = _error(http.post("/query", json=body), 400, "bad_request")
+    assert error["error"].startswith(message), error["error"]
+    assert error["details"] and error["hint"]
 
 
 @pytest.mark.parametrize(
@@ -310,8 +366,29 @@ def test_query_schema_violations_are_422(http: httpx.Client, body: object) -> No
         b'{"path": 12}',
     ],
 )
-def test_index_schema_violations_are_422(http: httpx.Client, raw: bytes) -> None:
-    _error(_post_raw(http, "/index", raw), 422, "invalid_request")
+def test_index_schema_violations_are_400(http: httpx.Client, raw: bytes) -> None:
+    error = _error(_post_raw(http, "/index", raw), 400, "bad_request")
+    assert error["details"]
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        ({}, 'give exactly one of "path" or "documents"'),
+        ({"path": 12}, "field 'path' must be a string"),
+        ({"path": None}, "field 'path' may be left out, but not null"),
+        ({"documents": [{"id": "a"}]}, "field 'documents[0].text' is required"),
+        ({"documents": [{"id": "a", "text": 5}]}, "field 'documents[0].text' must be a string"),
+        (
+            {"documents": [{"id": "a", "text": "t", "metadata": []}]},
+            "field 'documents[0].metadata' must be a JSON object",
+        ),
+    ],
+)
+def test_index_field_errors_name_the_field(http: httpx.Client, body: dict, message: str) -> None:
+    # Used to be 422 with `body.path.function-after[_encodable(), constrained-str]` in it.
+    error = _error(http.post("/index", json=body), 400, "bad_request")
+    assert error["error"] == message
 
 
 def test_unknown_collection_is_404_when_others_exist(http: httpx.Client) -> None:
@@ -319,7 +396,7 @@ def test_unknown_collection_is_404_when_others_exist(http: httpx.Client) -> None
     error = _error(
         http.post("/query", json={"query": "x", "collection": "does-not-exist"}), 404, "not_found"
     )
-    assert "does-not-exist" in error["message"]
+    assert "does-not-exist" in error["error"]
 
 
 def test_body_over_limit_is_413_declared(http: httpx.Client) -> None:

@@ -77,7 +77,7 @@ def test_missing_or_wrong_token_is_401(
     assert response.status_code == 401, response.text
     assert response.headers["www-authenticate"] == "Bearer"
     assert response.json()["ok"] is False
-    assert response.json()["error"]["code"] == "unauthorized"
+    assert response.json()["code"] == "unauthorized" and response.json()["error"]
 
 
 def test_health_needs_no_token_and_tells_only_the_token_holder(
@@ -103,9 +103,9 @@ def test_path_indexing_disabled_without_roots(http: httpx.Client, tmp_path: Path
     (tmp_path / "a.md").write_text("hello")
     response = http.post("/index", json={"path": str(tmp_path / "a.md")})
     assert response.status_code == 403
-    error = response.json()["error"]
+    error = response.json()
     assert error["code"] == "forbidden"
-    assert "--root" in error["hint"]
+    assert "--root" in error["hint"]  # the server's operator fixes this one
 
 
 def test_unknown_named_collection_404_once_collections_exist(http: httpx.Client) -> None:
@@ -116,6 +116,6 @@ def test_unknown_named_collection_404_once_collections_exist(http: httpx.Client)
     assert http.post("/query", json={"query": "dragons", "collection": "lore"}).json()["results"]
     response = http.post("/query", json={"query": "dragons", "collection": "nope"})
     assert response.status_code == 404, response.text
-    assert "lore" in response.json()["error"]["hint"]
+    assert "lore" in response.json()["hint"]
     unnamed = http.post("/query", json={"query": "dragons"})  # "default" was never created
     assert unnamed.status_code == 200 and unnamed.json()["results"] == []

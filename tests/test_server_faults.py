@@ -50,7 +50,7 @@ def test_unexpected_error_is_generic_500(live: httpx.Client, monkeypatch) -> Non
     response = live.post("/query", json={"query": "anything"})
     assert response.status_code == 500
     body = response.json()
-    assert body["ok"] is False and body["error"]["code"] == "internal"
+    assert body["ok"] is False and body["code"] == "internal"
     assert "secret" not in response.text and "Traceback" not in response.text
     assert "RuntimeError" not in response.text
 
@@ -95,7 +95,7 @@ def test_unusable_index_file_is_503(tmp_path: Path) -> None:
             http.get("/stats"),
         ):
             assert response.status_code == 503, response.text
-            assert response.json()["error"]["code"] == "store_unavailable"
+            assert response.json()["code"] == "store_unavailable"
 
 
 def test_serve_refuses_bad_options(tmp_path: Path) -> None:
@@ -143,7 +143,7 @@ def test_storage_errors_answer_their_typed_status(
     monkeypatch.setattr(SQLiteWrite, "finish", fail)
     response = live.post("/index", json={"documents": [{"id": "d2", "text": "stork"}]})
     assert response.status_code == status, response.text
-    assert response.json()["error"]["code"] == error.code
+    assert response.json()["code"] == error.code
     with ragloom.Client(str(live.base_url)) as client, pytest.raises(error) as raised:
         client.add([{"id": "d3", "text": "crane"}])
     assert raised.value.code == error.code and raised.value.status == status
@@ -172,7 +172,7 @@ def test_a_full_disk_over_http_is_507(tmp_path: Path) -> None:
                 if response.status_code != 200:
                     break
             assert response is not None and response.status_code == 507, response.text
-            assert response.json()["error"]["code"] == "storage_full"
+            assert response.json()["code"] == "storage_full"
             assert http.post("/query", json={"query": "w0x1"}).status_code == 200
     finally:
         subprocess.run(["umount", "-l", str(mount)], check=False)

@@ -58,7 +58,8 @@ def test_story_bible(http: httpx.Client, lore: Path):
     report = post(http, "/index", {"path": str(lore), "collection": "bible"})
     assert report["ok"] and report["files"] == 3
     again = post(http, "/index", {"path": str(lore), "collection": "bible"})
-    assert again["noop"] and again["unchanged"] == report["documents"]
+    assert again["unchanged"] and again["documents_unchanged"] == report["documents"]
+    assert again["chunks"] == report["chunks"] and again["chunks_written"] == 0
     answer = post(http, "/query", {"query": "What does Kaelen Voss carry?", "collection": "bible"})
     assert len(answer["results"]) == 3  # the default top_k
     assert answer["results"][0]["document_id"] == "characters.md"
@@ -179,9 +180,10 @@ def test_novel_memory(http: httpx.Client):
         {"top_k": -1},
     ],
 )
-def test_malformed_controls_are_422(http: httpx.Client, controls: dict):
-    answer = post(http, "/query", {"query": "bell", "collection": "world", **controls}, 422)
-    assert answer["ok"] is False and answer["error"]["code"] in ("invalid_request", "bad_input")
+def test_malformed_controls_are_400(http: httpx.Client, controls: dict):
+    answer = post(http, "/query", {"query": "bell", "collection": "world", **controls}, 400)
+    assert answer["ok"] is False and answer["code"] in ("bad_request", "bad_input")
+    assert isinstance(answer["error"], str) and answer["error"]
 
 
 def test_study_app_through_the_server(tmp_path: Path):
@@ -204,10 +206,10 @@ def test_study_app_through_the_server(tmp_path: Path):
                 assert hit["score"] == pytest.approx(hit["fused_score"] * factor)
             service.mode = "500"  # new query texts: a repeated one is answered from the cache
             failed = post(http, "/query", {**body, "query": "grace and works", "strict": True}, 502)
-            assert failed["error"]["code"] == "embed_failed"
+            assert failed["code"] == "embed_failed"
             service.stop()
             offline = post(http, "/query", {**body, "query": "faith alone", "strict": True}, 503)
-            assert offline["error"]["code"] == "offline"
+            assert offline["code"] == "offline"
             degraded = post(http, "/query", {**body, "query": "faith alone"})
             assert degraded["degraded"] is True and degraded["reason"].startswith("offline")
 
@@ -238,4 +240,6 @@ def test_dense_request_on_a_lexical_collection_is_409(tmp_path: Path):
         post(client, "/index", {"documents": [{"id": "a", "text": "a lantern"}]})
         for body in ({"mode": "dense"}, {"diversity": {"mmr": {"lambda": 0.5}}}):
             answer = post(client, "/query", {"query": "lantern", **body}, 409)
-            assert answer["error"]["code"] == "needs_vectors"
+            assert answer["code"] == "needs_vectors"
+        dense = post(client, "/query", {"query": "lantern", "mode": "dense"}, 409)
+        assert '"mode": "lexical"' in dense["hint"]  # the request's words, not a CLI flag

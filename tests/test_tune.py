@@ -56,7 +56,8 @@ def test_tuner_searches_every_coordinate(tmp_path: Path, service: EmbedServer) -
         assert {o.normalization for o in tried if o.fusion == "weighted"} == {"minmax", "zscore"}
         assert {o.rrf_k for o in tried if o.fusion == "rrf"} >= {5.0, 60.0}
         assert {o.candidates for o in tried} == {5, 40}
-        assert {o.min_dense_similarity for o in tried} == {-1.0, 0.45}
+        # None: the model's own measured floor (the defaults' and each family's start)
+        assert {o.min_dense_similarity for o in tried} == {None, -1.0, 0.45}
         assert {(o.weights or {}).get("dense") for o in tried} >= {0.2, 0.8}
         best = max(trial.ndcg for trial in tuner.trials.values())
         assert tuner.score(chosen) == best  # honest: the best trial is the one chosen
@@ -146,6 +147,7 @@ def test_search_settings_round_trip() -> None:
         "rrf_k": 20,
         "weights": {"dense": 0.6},
         "candidates": 40,
-        "min_dense_similarity": 0.45,
-    }
+    }  # no floor named: the collection keeps its model's measured floor
+    floored = search_settings(SearchOptions(mode="hybrid", min_dense_similarity=0.3))
+    assert floored["min_dense_similarity"] == 0.3
     assert CollectionConfig(search=stored).search == stored

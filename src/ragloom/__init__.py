@@ -5,17 +5,44 @@ from typing import TYPE_CHECKING
 from ragloom.config import CollectionConfig
 from ragloom.errors import (
     DecodeError,
+    EmbeddingError,
+    EmbeddingMismatch,
+    EmbeddingOffline,
+    EmbedFailed,
+    FileChanged,
+    FileError,
+    FileRefused,
+    FileTooLarge,
+    IdConflict,
+    IndexTimeout,
     InputError,
+    MissingExtra,
+    ModelUnavailable,
+    NeedsVectors,
     NotFound,
     PathNotFound,
     RagloomError,
+    ReadInterrupted,
+    ReadOnlyStore,
+    ReadTimeout,
     RecordError,
+    StorageError,
+    StorageFull,
     StoreError,
 )
 from ragloom.index import DEFAULT_COLLECTION, Index, IndexReport
 from ragloom.lexical import BM25Params
 from ragloom.loading import JsonlFields
 from ragloom.models import Chunk, ChunkSpan, Document, Hit
+from ragloom.server.errors import (
+    Forbidden,
+    InvalidRequest,
+    MalformedJSON,
+    MisdirectedHost,
+    PayloadTooLarge,
+    ServerError,
+    Unauthorized,
+)
 
 if TYPE_CHECKING:
     from ragloom.client import Client
@@ -34,27 +61,57 @@ def __getattr__(name: str) -> object:
         from ragloom.client import Client
 
         return Client
+    if name == "ConnectionFailed":
+        from ragloom.client import ConnectionFailed
+
+        return ConnectionFailed
     raise AttributeError(f"module 'ragloom' has no attribute {name!r}")
 
 
 __all__ = [
-    "DEFAULT_COLLECTION",
     "BM25Params",
     "Chunk",
     "ChunkSpan",
     "Client",
     "CollectionConfig",
+    "ConnectionFailed",
+    "DEFAULT_COLLECTION",
     "DecodeError",
     "Document",
+    "EmbedFailed",
+    "EmbeddingError",
+    "EmbeddingMismatch",
+    "EmbeddingOffline",
+    "FileChanged",
+    "FileError",
+    "FileRefused",
+    "FileTooLarge",
+    "Forbidden",
     "Hit",
+    "IdConflict",
     "Index",
     "IndexReport",
+    "IndexTimeout",
     "InputError",
+    "InvalidRequest",
     "JsonlFields",
+    "MalformedJSON",
+    "MisdirectedHost",
+    "MissingExtra",
+    "ModelUnavailable",
+    "NeedsVectors",
     "NotFound",
     "PathNotFound",
+    "PayloadTooLarge",
     "RagloomError",
+    "ReadInterrupted",
+    "ReadOnlyStore",
+    "ReadTimeout",
     "RecordError",
+    "ServerError",
+    "StorageError",
+    "StorageFull",
     "StoreError",
+    "Unauthorized",
     "open_index",
 ]

@@ -49,8 +49,17 @@ class ByteSize(click.ParamType):
         return int(size)
 
 
+def _collection(ctx: click.Context, param: click.Parameter, value: str | None) -> str:
+    """A command's --collection, else the one given before the command, else "default"."""
+    return value or (ctx.obj or {}).get("collection") or DEFAULT_COLLECTION
+
+
 collection_option = click.option(
-    "--collection", "-c", default=DEFAULT_COLLECTION, show_default=True, help="Collection name."
+    "--collection",
+    "-c",
+    default=None,
+    callback=_collection,
+    help=f"Collection name (default: {DEFAULT_COLLECTION}; also accepted before the command).",
 )
 
 
@@ -69,6 +78,36 @@ class _Commands(click.Group):
 
             self.add_command(getattr(commands, self.lazy[name]), name)
         return super().get_command(ctx, name)
+
+
+def _store(key: str) -> Callable[[click.Context, click.Parameter, str | None], None]:
+    """Option callback: a value given after the command overrides the one given before."""
+
+    def store(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
+        if value is not None:
+            if key == "embedder":
+                from ragloom.embedding.resolve import check_spec
+
+                check_spec(value)
+            ctx.ensure_object(dict)[key] = value
+
+    return store
+
+
+def _after(name: str, key: str, what: str) -> Callable[[Callable[..., Any]], Any]:
+    """An option also accepted after the command, overriding the one given before it."""
+    return click.option(
+        name, default=None, expose_value=False, callback=_store(key), help=f"{what} (as before)."
+    )
+
+
+embedder_after = _after("--embedder", "embedder", "Embedding model")
+index_after = _after("--index", "index_path", "Index file")
+
+
+def where_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """`--index` and `--embedder` after the command too (`ragloom serve --index x.db`)."""
+    return index_after(embedder_after(command))
 
 
 @click.group(cls=_Commands, context_settings={"help_option_names": ["-h", "--help"]})
@@ -95,19 +134,29 @@ class _Commands(click.Group):
     help="Embedding model: auto (a collection's own; the local model for new ones when "
     "installed), none, local, openai:MODEL@URL or ollama:MODEL@URL (env RAGLOOM_EMBEDDER).",
 )
+@click.option(
+    "--collection", "-c", default=None, help="Collection for every command (default: default)."
+)
 @click.version_option(__version__, prog_name="ragloom")
 @click.pass_context
-def cli(ctx: click.Context, index_path: str, store: str | None, embedder: str) -> None:
-    """ragloom: index your own files and search them, offline."""
+def cli(
+    ctx: click.Context, index_path: str, store: str | None, embedder: str, collection: str | None
+) -> None:
+    """ragloom: index your own files and search them, offline.
+
+    --index, --embedder and --collection go before or after the command (--store too).
+    """
     from ragloom.embedding.resolve import check_spec
 
     check_spec(embedder)
     ctx.ensure_object(dict)
     ctx.obj["index_path"] = store or index_path
     ctx.obj["embedder"] = embedder
+    ctx.obj["collection"] = collection
 
 
 @cli.command("index")
+@where_options
 @click.argument("paths", nargs=-1, required=True)
 @collection_option
 @click.option("--include", multiple=True, help="Glob of files to take inside folders (repeatable).")
@@ -140,6 +189,19 @@ def cli(ctx: click.Context, index_path: str, store: str | None, embedder: str) -
     show_default=True,
     help="Largest file read, in bytes or with K/M/G (0: no limit).",
 )
+@click.option(
+    "--field",
+    "renames",
+    multiple=True,
+    metavar="FIELD=KEY",
+    help="Store JSONL field FIELD as metadata KEY, e.g. ios_version=ios_version_min (repeatable).",
+)
+@click.option(
+    "--language-field",
+    default="language",
+    show_default=True,
+    help="JSONL field naming a record's code language (swift, python, ...): chunked as code.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.pass_context
 def index_cmd(
@@ -161,6 +223,8 @@ def index_cmd(
     collection_field: str | None,
     fail_fast: bool,
     max_file_size: int,
+    renames: tuple[str, ...],
+    language_field: str,
     as_json: bool,
 ) -> None:
     """Index files and folders (text, Markdown, JSONL, source code); unchanged files are skipped.
@@ -201,7 +265,12 @@ def index_cmd(
             tokenizer=tokenizer,
         )
         fields = JsonlFields(
-            id=id_field, title=title_field, text=text_field, collection=collection_field
+            id=id_field,
+            title=title_field,
+            text=text_field,
+            collection=collection_field,
+            rename=_pairs(renames, "--field", str),
+            language=language_field or None,
         )
         with warnings.catch_warnings(record=True) as caught, _progress("indexing") as update:
             warnings.simplefilter("always")
@@ -223,7 +292,7 @@ def index_cmd(
             ):
                 err.print(f"[yellow]warning:[/] {escape(message)}", highlight=False)
     if as_json:
-        _print_json({"ok": not report.failed, **report.to_dict()})
+        _print_json({"ok": not report.failed, **report.to_dict("cli")})
     else:
         _print_index_report(report)
     if report.failed:
@@ -249,7 +318,7 @@ def _print_index_report(report: IndexReport) -> None:
             markup=False,
         )
     if report.failed:
-        hints = dict.fromkeys(f.hint for f in report.failed if f.hint)
+        hints = dict.fromkeys(h for f in report.failed if (h := f.hint_for("cli")))
         click.echo(
             f"error: {len(report.failed)} of {report.files} file(s) could not be indexed"
             " (the others were)",
@@ -316,7 +385,9 @@ def retrieval_options(command: Callable[..., Any]) -> Callable[..., Any]:
         click.option(
             "--min-similarity",
             type=float,
-            help="Drop dense-only hits below this cosine (default 0.45).",
+            default=None,
+            help="Drop dense-only hits below this cosine (default: the floor measured for "
+            "the collection's model; -1 keeps them all).",
         ),
         click.option("--min-score", type=float, help="Drop hits whose final score is lower."),
         click.option(
@@ -336,7 +407,15 @@ def retrieval_options(command: Callable[..., Any]) -> Callable[..., Any]:
             "--max-per",
             multiple=True,
             metavar="KEY=N",
-            help="At most N hits per value of a metadata key (repeatable).",
+            help="At most N hits per value of a metadata key (repeatable); hits without "
+            "the key are not capped.",
+        ),
+        click.option(
+            "--max-per-missing",
+            type=click.Choice(["keep", "group"]),
+            default="keep",
+            show_default=True,
+            help="Hits without a --max-per key: keep them all, or cap them as one group.",
         ),
         click.option("--mmr", type=float, metavar="LAMBDA", help="MMR diversity (0..1)."),
         click.option("--strict", is_flag=True, help="Fail instead of answering from BM25 alone."),
@@ -360,6 +439,7 @@ def _search_kwargs(index: Index, p: dict[str, Any]) -> dict[str, Any]:
     diversity: dict[str, Any] = {}
     if p["max_per"]:
         diversity["max_per"] = _pairs(p["max_per"], "--max-per", int)
+        diversity["missing"] = p["max_per_missing"]
     if p["mmr"] is not None:
         diversity["mmr"] = {"lambda": p["mmr"]}
     return {
@@ -397,7 +477,18 @@ def _print_explain(explain: dict[str, Any]) -> None:
         out.print(line, markup=False, highlight=False)
 
 
+def _found_by(hit: Any) -> str:
+    """`found by both (lexical #1, dense #3)`: which leg found a hit, at which rank."""
+    ranks = [
+        f"{leg} #{rank}"
+        for leg, rank in (("lexical", hit.lexical_rank), ("dense", hit.dense_rank))
+        if rank is not None
+    ]
+    return f"found by {hit.match}" + (f" ({', '.join(ranks)})" if len(ranks) > 1 else "")
+
+
 @cli.command()
+@where_options
 @click.argument("query")
 @retrieval_options
 @click.option("--explain", is_flag=True, help="Show each stage's contribution to every hit.")
@@ -418,12 +509,21 @@ def search(ctx: click.Context, query: str, explain: bool, as_json: bool, **p: An
         return
     if hits.degraded:
         err.print(f"warning: {hits.reason}", highlight=False, markup=False)
+    if hits.below_floor and len(hits) < p["top_k"]:
+        err.print(
+            f"note: {hits.below_floor} hit(s) found only by the dense leg scored below the "
+            f"floor {hits.dense_floor:.2f} and were left out (--min-similarity)",
+            highlight=False,
+            markup=False,
+        )
     if not hits:
         out.print("no results")
         return
+    legs = "lexical + dense" if hits.mode == "hybrid" else hits.mode
+    out.print(f"[dim]{hits.mode} search ({legs}), {len(hits)} hit(s)[/]")
     for hit in hits:
         heading = f"[bold]{hit.rank}.[/] {escape(hit.document_id)}  [dim]{escape(hit.chunk_id)} "
-        heading += f"chars {hit.start}-{hit.end}  score {hit.score:.3f}  {hit.match}[/]"
+        heading += f"chars {hit.start}-{hit.end}  score {hit.score:.3f}  {_found_by(hit)}[/]"
         out.print(heading)
         if hit.explain:
             _print_explain(hit.explain)
@@ -432,6 +532,7 @@ def search(ctx: click.Context, query: str, explain: bool, as_json: bool, **p: An
 
 
 @cli.command()
+@where_options
 @click.argument("query")
 @retrieval_options
 @click.option("--budget", type=click.IntRange(min=1), help="Token budget (cl100k tokens).")
@@ -490,6 +591,7 @@ def context(
 
 
 @cli.command()
+@where_options
 @click.option("--json", "as_json", is_flag=True)
 @click.option("--documents", "list_documents", is_flag=True, help="Also list documents.")
 @click.pass_context
@@ -543,6 +645,7 @@ def stats(ctx: click.Context, as_json: bool, list_documents: bool) -> None:
 
 
 @cli.command()
+@where_options
 @click.argument("doc_id")
 @collection_option
 @click.pass_context
@@ -554,6 +657,7 @@ def delete(ctx: click.Context, doc_id: str, collection: str) -> None:
 
 
 @cli.command()
+@where_options
 @collection_option
 @click.option(
     "--pending",
@@ -575,6 +679,7 @@ def reembed(ctx: click.Context, collection: str, pending: bool) -> None:
 
 
 @cli.command()
+@where_options
 @click.option("--json", "as_json", is_flag=True, help="Print the problems as JSON.")
 @click.option(
     "--repair",
@@ -626,6 +731,7 @@ def migrate(source: str, target: str, as_json: bool) -> None:
 
 
 @cli.command()
+@where_options
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind.")
 @click.option(
     "--port",
@@ -755,8 +861,9 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(exc.exit_code)
     except RagloomError as exc:
         click.echo(f"error: {exc.message}", err=True)
-        if exc.hint:
-            click.echo(f"hint: {exc.hint}", err=True)
+        hint = exc.hint_for("cli")
+        if hint:
+            click.echo(f"hint: {hint}", err=True)
         sys.exit(1)
     except BrokenPipeError:
         sys.exit(1)

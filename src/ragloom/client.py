@@ -39,18 +39,26 @@ def _document_json(doc: Document | Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _report(data: Mapping[str, Any]) -> IndexReport:
+    """The library's report from the `/index` answer (see `IndexReport.to_dict`)."""
     skipped = [(s["path"], s["reason"]) for s in data.get("skipped", ())]
     failed = [
         FileFailure(f["path"], f["code"], f["reason"], f.get("hint"), f.get("offset"), f["line"])
         for f in data.get("failed", ())
     ]
+    written = int(data["chunks_written"])
     return IndexReport(
         documents=data["documents"],
-        unchanged=data["unchanged"],
-        chunks=data["chunks"],
+        unchanged=data["documents_unchanged"],
+        chunks=written,
         files=data.get("files", 0),
         skipped=skipped,
         failed=failed,
+        fragments=data.get("fragments", 0),
+        unchanged_chunks=int(data["chunks"]) - written,
+        pending=data.get("pending", 0),
+        embedding_error=data.get("embedding_error"),
+        embedding_seconds=data.get("embedding_seconds", 0.0),
+        embedded=data.get("embedded", 0),
     )
 
 
@@ -117,11 +125,25 @@ class Client:
         raise error_from_payload(response.status_code, payload)
 
     # -- the library's calls ------------------------------------------------------------
-    def index_path(self, path: str | Path, collection: str | None = None) -> IndexReport:
-        """Index a file or folder on the server's machine (it must lie under a --root)."""
+    def index_path(
+        self,
+        path: str | Path,
+        collection: str | None = None,
+        include: Iterable[str] = (),
+        exclude: Iterable[str] = (),
+        lenient: bool = False,
+    ) -> IndexReport:
+        """Index a file or folder on the server's machine (it must lie under a --root);
+        `lenient` replaces invalid UTF-8 and skips bad JSONL lines, as in the library."""
         body: dict[str, Any] = {"path": str(path)}
         if collection is not None:
             body["collection"] = collection
+        if include:
+            body["include"] = list(include)
+        if exclude:
+            body["exclude"] = list(exclude)
+        if lenient:
+            body["lenient"] = True
         return _report(self._call("POST", "/index", json=body))
 
     def add(

@@ -8,7 +8,7 @@ from functools import lru_cache
 from typing import Any
 
 from ragloom.chunking import ChunkPolicy
-from ragloom.chunking.code import language_for
+from ragloom.chunking.code import language_for, language_named
 from ragloom.errors import InputError
 from ragloom.lexical import BM25Params
 from ragloom.text import TokenizerConfig
@@ -90,10 +90,17 @@ class CollectionConfig:
                 "leave mode out of code_chunking",
             )
 
-    def policy_for(self, source: str | None) -> ChunkPolicy:
-        """The chunk policy for a document from `source` (code or Markdown by suffix in auto)."""
+    def policy_for(self, source: str | None, language: str | None = None) -> ChunkPolicy:
+        """The chunk policy for a document from `source` (code or Markdown by suffix in auto).
+
+        `language` (a document's own, e.g. a JSONL record's "swift") names its code language
+        when it is one; it wins over the source's suffix.
+        """
         mode = self.chunk_mode
-        language = language_for(source) if mode in ("auto", "code") else None
+        if mode in ("auto", "code"):
+            language = language_named(language) or language_for(source)
+        else:
+            language = None
         if mode == "auto":
             is_md = bool(source) and source.lower().endswith((".md", ".markdown"))  # type: ignore[union-attr]
             mode = "code" if language else ("markdown" if is_md else "prose")

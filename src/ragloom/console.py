@@ -94,6 +94,8 @@ def report_line(report: Any) -> str:
     )
     if report.failed:
         line += f", {len(report.failed)} failed"
+    if report.fragments:
+        line += f"; {report.fragments} fragment(s) under --min-chunk dropped"
     if report.embedded:
         seconds = report.embedding_seconds
         rate = report.embedded / seconds if seconds else 0.0

@@ -1,17 +1,54 @@
-"""Typed errors: each carries a stable code and a hint telling the user what to do next."""
+"""Typed errors: each carries a stable code and a hint telling the user what to do next.
+
+A hint that names a setting speaks the caller's language: `lenient=True` to a Python
+caller, `--lenient` on the command line, `"lenient": true` over HTTP (see `worded`).
+"""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
+AUDIENCES = ("library", "cli", "http")
+# How each interface spells what a hint asks for: (library, command line, HTTP request).
+SPELLINGS: dict[str, tuple[str, str, str]] = {
+    "lenient": ("lenient=True", "--lenient", '"lenient": true in the request'),
+    "lexical": ("mode='lexical'", "--mode lexical", '"mode": "lexical" in the request'),
+    "reembed": (
+        "Index.reembed(collection)",
+        "`ragloom reembed --collection NAME`",
+        "`ragloom reembed --collection NAME` on the server's index",
+    ),
+    "documents": ("Index.documents()", "`ragloom stats --documents`", "GET /documents"),
+}
+
+
+def worded(template: str) -> dict[str, str]:
+    """A hint for every audience: `{lenient}` in `template` becomes each one's spelling."""
+    return {
+        audience: template.format(**{name: words[i] for name, words in SPELLINGS.items()})
+        for i, audience in enumerate(AUDIENCES)
+    }
+
 
 class RagloomError(Exception):
-    """Base class for every error ragloom raises on purpose."""
+    """Base class for every error ragloom raises on purpose.
+
+    `hint` is for Python callers; `hints` may word it for the "cli" and "http" audiences.
+    """
 
     code = "error"
 
-    def __init__(self, message: str, hint: str | None = None) -> None:
+    def __init__(
+        self, message: str, hint: str | None = None, hints: Mapping[str, str] | None = None
+    ) -> None:
         super().__init__(message)
         self.message = message
-        self.hint = hint
+        self.hints = dict(hints or {})
+        self.hint = hint if hint is not None else self.hints.get("library")
+
+    def hint_for(self, audience: str) -> str | None:
+        """The hint in the words of `audience`: "library", "cli" or "http"."""
+        return self.hints.get(audience, self.hint)
 
     def __str__(self) -> str:
         return f"{self.message} ({self.hint})" if self.hint else self.message
@@ -44,7 +81,9 @@ class DecodeError(InputError):
         where = f"byte {offset}" if line is None else f"byte {offset}, line {line}"
         super().__init__(
             f"{path}: invalid {encoding} at {where} ({reason})",
-            "fix the file's encoding, or index it with --lenient to replace bad bytes",
+            hints=worded(
+                "fix the file's encoding, or index it with {lenient} to replace bad bytes"
+            ),
         )
         self.path = path
         self.offset = offset
@@ -59,7 +98,7 @@ class RecordError(InputError):
     def __init__(self, path: str, line: int, reason: str, offset: int | None = None) -> None:
         super().__init__(
             f"{path}, line {line}: {reason}",
-            "fix that line, or index with --lenient to skip bad lines",
+            hints=worded("fix that line, or index with {lenient} to skip bad lines"),
         )
         self.path = path
         self.line = line

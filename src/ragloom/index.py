@@ -27,7 +27,7 @@ from ragloom.engine.ingest import (
 from ragloom.engine.models import Models, embedding_config
 from ragloom.engine.searching import DEFAULT_COLLECTION, Reading, Searcher
 from ragloom.enrich import Enricher
-from ragloom.errors import InputError, NotFound
+from ragloom.errors import InputError, NotFound, worded
 from ragloom.lexical import BM25Params
 from ragloom.loading import JsonlFields, ReadPolicy, StopSignal, index_files
 from ragloom.loading.run import batches
@@ -251,7 +251,8 @@ class Index:
         report = IndexReport()
         for batch in batches(run.documents()):  # bounded in size, whatever the files' sizes
             added = self._ingest.add(batch, collection, None, enrichers, on_embed_error)
-            for name in ("documents", "unchanged", "chunks", "pending", "embedded"):
+            summed = ("documents", "unchanged", "chunks", "pending", "embedded", "fragments")
+            for name in (*summed, "unchanged_chunks"):
                 setattr(report, name, getattr(report, name) + getattr(added, name))
             report.embedding_seconds += added.embedding_seconds
             report.embedding_error = added.embedding_error or report.embedding_error
@@ -274,7 +275,7 @@ class Index:
         if removed is None:
             raise NotFound(
                 f"no document {doc_id!r} in collection {collection!r}",
-                "list documents with `ragloom stats --documents`",
+                hints=worded("list the documents with {documents}"),
             )
         return removed
 
@@ -322,13 +323,15 @@ class Index:
         Options (see `SearchOptions`): `mode` ("lexical", "dense", "hybrid"; default hybrid
         when the collection has vectors), `fusion` ("rrf" with `rrf_k`, or "weighted" over
         `normalization`-ed scores) with per-leg `weights`, `candidates` per leg,
-        `min_dense_similarity` for dense-only hits, `min_score`, `bm25`, `strict` (raise
-        instead of answering from BM25 when the query cannot be embedded), `filters` (applied
-        inside both legs), `boosts`, `diversity` (`{"max_per": {...}}`, `{"mmr": {...}}`),
-        `prefer`, `explain`, `with_tokens`. Fusion settings left out take the collection's own
-        defaults (`configure(search=...)`, as `ragloom tune --apply` writes them), then the
-        global ones. The result's `timings` hold each stage's milliseconds. An empty or
-        punctuation-only query gives no hits.
+        `min_dense_similarity` for dense-only hits (None: the floor measured for the
+        collection's model, see `ragloom.embedding.floors`; -1 keeps them all), `min_score`,
+        `bm25`, `strict` (raise instead of answering from BM25 when the query cannot be
+        embedded), `filters` (applied inside both legs), `boosts`, `diversity` (`{"max_per":
+        {...}}`, which caps only hits that have the key unless `"missing": "group"`; `{"mmr":
+        {...}}`), `prefer`, `explain`, `with_tokens`. Fusion settings left out take the
+        collection's own defaults (`configure(search=...)`, as `ragloom tune --apply` writes
+        them), then the global ones. The result's `timings` hold each stage's milliseconds.
+        An empty or punctuation-only query gives no hits.
         """
         return self.search_with(query, _options(top_k, **options), collection)
 

@@ -16,6 +16,7 @@ class Document:
     source: str | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
     collection: str | None = None  # overrides the collection named in the indexing call
+    language: str | None = None  # a code language ("swift"): chunked as code, not prose
 
 
 @dataclass(frozen=True)
@@ -107,6 +108,8 @@ class SearchResult(list):  # list[Hit]
         self.degraded = degraded
         self.reason = reason
         self.timings: dict[str, float] | None = None  # ms per stage (ragloom.timing.STAGES)
+        self.dense_floor: float | None = None  # the floor dense-only hits had to reach
+        self.below_floor = 0  # fused candidates dropped by it (why fewer than k came back)
 
     def to_dict(self) -> dict[str, Any]:
         extra = {"timings": self.timings} if self.timings is not None else {}
@@ -114,6 +117,8 @@ class SearchResult(list):  # list[Hit]
             "mode": self.mode,
             "degraded": self.degraded,
             "reason": self.reason,
+            "dense_floor": self.dense_floor,
+            "below_floor": self.below_floor,
             "results": [h.to_dict() for h in self],
             **extra,
         }

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 from ragloom.chunking.code import chunk_code, language_for
 from ragloom.chunking.policy import ChunkPolicy
@@ -20,6 +20,13 @@ def _metadata(mode: str) -> dict[str, Any]:
     return {"headings": []} if mode == "markdown" else {}
 
 
+class Chunked(NamedTuple):
+    """A document's chunk spans, and how many fragments min_chars dropped from it."""
+
+    spans: list[ChunkSpan]
+    fragments: int = 0
+
+
 def chunk_text(
     text: str, policy: ChunkPolicy = DEFAULT_POLICY, source: str | None = None
 ) -> list[ChunkSpan]:
@@ -28,15 +35,36 @@ def chunk_text(
     `source` (a path or file name) names the file in warnings and, in code mode, gives
     the language when the policy does not.
     """
+    return split_document(text, policy, source).spans
+
+
+def split_document(
+    text: str,
+    policy: ChunkPolicy = DEFAULT_POLICY,
+    source: str | None = None,
+    title: str | None = None,
+) -> Chunked:
+    """`chunk_text` plus the count of dropped fragments; a titled document never vanishes.
+
+    A document with a title but no chunk of its own (an empty or blank body) becomes one
+    empty chunk at offset 0, so that its title (indexed with every chunk) is searchable.
+    """
+    chunked = _split(text, policy, source)
+    if not chunked.spans and title is not None and title.strip():
+        return Chunked([ChunkSpan("", 0, 0, _metadata(policy.mode))], chunked.fragments)
+    return chunked
+
+
+def _split(text: str, policy: ChunkPolicy, source: str | None) -> Chunked:
     if policy.mode == "code":
         language = policy.language or language_for(source)
-        return chunk_code(text, language, policy.max_chars, policy.overlap, source)
+        return Chunked(chunk_code(text, language, policy.max_chars, policy.overlap, source))
     whole = trim(text, 0, len(text))
     if whole is None:
-        return []
+        return Chunked([])
     if policy.max_chars == 0:
         start, end = whole
-        return [ChunkSpan(text[start:end], start, end, _metadata(policy.mode))]
+        return Chunked([ChunkSpan(text[start:end], start, end, _metadata(policy.mode))])
     # A document shorter than min_chars is not a fragment: keep all of it.
     min_chars = policy.min_chars if whole[1] - whole[0] >= policy.min_chars else 0
     sections, fences = split_sections(text, policy.mode)
@@ -50,13 +78,18 @@ def chunk_text(
         pieces = pack_paragraphs(
             text, paragraphs, policy.max_chars, policy.overlap, min_chars, sentences
         )
-        for start, end in absorb_short(pieces, policy.max_chars, min_chars):
+        for start, end in absorb_short(text, pieces, policy.max_chars, min_chars):
             found.append((start, end, section.headings))
     kept = [piece for piece in found if piece[1] - piece[0] >= min_chars]
     # Never lose a whole document to fragment dropping: if nothing survives, keep the pieces.
+    dropped = len(found) - len(kept) if kept else 0
     if policy.mode == "markdown":
-        return [
-            ChunkSpan(text[start:end], start, end, {"headings": list(headings)})
-            for start, end, headings in (kept or found)
-        ]
-    return [ChunkSpan(text[start:end], start, end, {}) for start, end, _ in (kept or found)]
+        return Chunked(
+            [
+                ChunkSpan(text[start:end], start, end, {"headings": list(headings)})
+                for start, end, headings in (kept or found)
+            ],
+            dropped,
+        )
+    spans = [ChunkSpan(text[start:end], start, end, {}) for start, end, _ in (kept or found)]
+    return Chunked(spans, dropped)

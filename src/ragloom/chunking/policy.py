@@ -8,6 +8,10 @@ from typing import Any
 from ragloom.errors import InputError
 
 MODES = ("prose", "markdown", "code")
+# Bumped when the same text and policy give different chunks (2: overlap at every boundary,
+# a chunk for titled documents with no body). Part of every content hash, so documents
+# indexed by an older chunker are chunked anew when indexed again.
+CHUNKER_VERSION = 2
 
 
 def _check_int(name: str, value: Any) -> None:

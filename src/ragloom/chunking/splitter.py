@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
+from collections.abc import Sequence
 
 from ragloom.chunking.sentences import (
     SentenceIndex,
@@ -26,17 +27,27 @@ def _choose_cut(
     return word if word is not None and word > floor else sentence
 
 
-def _overlap_start(text: str, pos: int, cut: int, overlap: int, starts: list[int]) -> int | None:
-    """Earliest sentence start (else word start) within `overlap` chars before `cut`."""
-    low = cut - overlap
-    if low <= pos:
-        low = pos + 1
-    if low >= cut:
+def first_start(
+    text: str, low: int, high: int, starts: list[int], paragraph_starts: Sequence[int] = ()
+) -> int | None:
+    """Earliest sentence or paragraph start in [low, high), else the earliest word start."""
+    if low >= high:
         return None
-    i = bisect_left(starts, low)
-    if i < len(starts) and starts[i] < cut:
-        return starts[i]
-    return first_word_start(text, low, cut)
+    found = [
+        bounds[i]
+        for bounds in (starts, paragraph_starts)
+        for i in (bisect_left(bounds, low),)
+        if i < len(bounds) and bounds[i] < high
+    ]
+    return min(found) if found else first_word_start(text, low, high)
+
+
+def _overlap_start(
+    text: str, pos: int, cut: int, overlap: int, starts: list[int], paragraph_starts: Sequence[int]
+) -> int | None:
+    """Earliest sentence or paragraph start (else word start) within `overlap` chars before
+    `cut`."""
+    return first_start(text, max(cut - overlap, pos + 1), cut, starts, paragraph_starts)
 
 
 def split_long(
@@ -48,12 +59,14 @@ def split_long(
     min_chars: int,
     floor: int | None = None,
     sentences: SentenceIndex | None = None,
+    paragraph_starts: Sequence[int] = (),
 ) -> list[Span]:
     """Cut trimmed text[start:end] into pieces of <= max_chars that overlap by <= overlap.
 
     `floor` is the end of the piece emitted just before (when `start` reaches back into
     it): every piece must end beyond it so the output stays in document order.
-    `sentences` shares one sentence scan between all the splits of a document.
+    `sentences` shares one sentence scan between all the splits of a document;
+    `paragraph_starts` (sorted) are preferred overlap starts as much as sentence starts.
     """
     ends, starts = sentences.bounds() if sentences else sentence_bounds(text, start, end)
     half = max_chars // 2
@@ -78,7 +91,9 @@ def split_long(
             cut = safe_hard_cut(text, pos, limit)
         pieces.append((pos, cut))
         floor = cut
-        shifted = _overlap_start(text, pos, cut, overlap, starts) if overlap else None
+        shifted = (
+            _overlap_start(text, pos, cut, overlap, starts, paragraph_starts) if overlap else None
+        )
         overlapped = shifted is not None
         pos = shifted if overlapped else skip_space(text, cut, end)
     pieces.append((pos, end))

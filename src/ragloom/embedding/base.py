@@ -31,6 +31,7 @@ class Embedder(ABC):
     name: str
     dimension: int | None
     batch_size: int = 32
+    dense_floor: float | None = None  # its dense-only floor, if known (embedding.floors)
 
     @abstractmethod
     def _embed_batch(self, texts: Sequence[str]) -> np.ndarray:

@@ -18,7 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from ragloom.chunking import ChunkPolicy, chunk_text
+from ragloom.chunking import ChunkPolicy, split_document
+from ragloom.chunking.policy import CHUNKER_VERSION
 from ragloom.config import CollectionConfig
 from ragloom.embedding import Embedder
 from ragloom.engine.models import Models, embedding_config
@@ -49,15 +50,28 @@ class IndexReport:
     embedding_error: str | None = None  # why they are pending
     embedding_seconds: float = 0.0  # time spent computing vectors
     embedded: int = 0  # passages embedded (vectors reused from the cache are not counted)
+    fragments: int = 0  # pieces shorter than the collection's min_chars, dropped
+    unchanged_chunks: int = 0  # chunks held by the unchanged documents
 
-    def to_dict(self) -> dict[str, Any]:
+    @property
+    def total_chunks(self) -> int:
+        """Chunks the indexed documents hold now, written or already there."""
+        return self.chunks + self.unchanged_chunks
+
+    def to_dict(self, audience: str = "library") -> dict[str, Any]:
+        """The JSON form the CLI (`--json`) and the HTTP sidecar answer with: `chunks` is
+        what the documents hold now, `unchanged` whether nothing needed writing; hints in the
+        words of `audience` ("library", "cli" or "http")."""
         return {
+            "chunks": self.total_chunks,
+            "unchanged": self.documents == 0,
             "documents": self.documents,
-            "unchanged": self.unchanged,
-            "chunks": self.chunks,
+            "documents_unchanged": self.unchanged,
+            "chunks_written": self.chunks,
+            "fragments": self.fragments,
             "files": self.files,
             "skipped": [{"path": p, "reason": r} for p, r in self.skipped],
-            "failed": [f.to_dict() for f in self.failed],
+            "failed": [f.to_dict(audience) for f in self.failed],
             "pending": self.pending,
             "embedding_error": self.embedding_error,
             "embedding_seconds": round(self.embedding_seconds, 3),
@@ -67,7 +81,7 @@ class IndexReport:
 
 @lru_cache(maxsize=64)
 def _policy_fingerprint(policy: ChunkPolicy) -> str:
-    return json.dumps(policy.to_dict(), sort_keys=True)
+    return json.dumps({**policy.to_dict(), "chunker": CHUNKER_VERSION}, sort_keys=True)
 
 
 def content_hash(doc: Document, config: CollectionConfig, salt: str = "") -> str:
@@ -77,7 +91,7 @@ def content_hash(doc: Document, config: CollectionConfig, salt: str = "") -> str
             doc.title,
             doc.source,
             doc.metadata,
-            _policy_fingerprint(config.policy_for(doc.source)),
+            _policy_fingerprint(config.policy_for(doc.source, doc.language)),
             config.title_weight,
             salt,
         ],
@@ -231,6 +245,9 @@ class Ingest:
         with self.store.snapshot() as snap:
             stored = snap.content_hashes(name, list(latest))
             has_chunks = snap.collection(name).size() > 0
+            unchanged = [doc_id for doc_id in latest if stored.get(doc_id) == hashes[doc_id]]
+            if unchanged:  # their chunks still count: re-indexing a file reports what it holds
+                report.unchanged_chunks += sum(snap.chunk_counts(name, unchanged).values())
         changed = []
         for doc_id, doc in latest.items():
             if stored.get(doc_id) == hashes[doc_id]:
@@ -242,7 +259,7 @@ class Ingest:
         embedder = self.writable(info, has_chunks)
         info = self.store.collections()[name]
         tokenizer = Tokenizer(config.tokenizer)
-        prepared = [self._prepare(doc, config, tokenizer, enrichers) for doc in changed]
+        prepared = [self._prepare(doc, config, tokenizer, enrichers, report) for doc in changed]
         vectors = self._vectors(info, embedder, prepared, report, on_embed_error)
         new_docs = []
         position = 0
@@ -261,11 +278,14 @@ class Ingest:
         report.chunks += outcome.chunks
 
     @staticmethod
-    def _prepare(doc, config: CollectionConfig, tokenizer: Tokenizer, enrichers):
-        """Chunk, enrich and tokenize one document: (document, [(span, its index terms)])."""
+    def _prepare(doc, config: CollectionConfig, tokenizer: Tokenizer, enrichers, report):
+        """Chunk, enrich and tokenize one document: (document, [(span, its index terms)]).
+        Fragments dropped by min_chars are counted in `report`."""
         terms = tokenizer.terms
         title_terms = terms(doc.title) * config.title_weight if doc.title else []
-        spans = chunk_text(doc.text, config.policy_for(doc.source), source=doc.source)
+        policy = config.policy_for(doc.source, doc.language)
+        spans, fragments = split_document(doc.text, policy, doc.source, doc.title)
+        report.fragments += fragments
         if enrichers:
             spans = [enrich_span(doc, span, enrichers) for span in spans]
         return doc, [(span, terms(span.text) + title_terms) for span in spans]

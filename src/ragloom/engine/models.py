@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from ragloom.embedding import Embedder, embedder_from_config, resolve_embedder
+from ragloom.embedding.floors import model_floor
 from ragloom.errors import EmbeddingError, EmbeddingMismatch, InputError
 from ragloom.timing import timed
 
@@ -22,9 +23,13 @@ QUERY_CACHE = 1024
 
 
 def embedding_config(embedder: Embedder) -> dict[str, Any]:
-    """What a collection stores about its model (never a secret, never a service call)."""
+    """What a collection stores about its model (never a secret, never a service call),
+    with the model's dense-only floor when it is known (see `ragloom.embedding.floors`)."""
     config = dict(embedder.config())
     config["dimension"] = getattr(embedder, "dimension", None)
+    floor = model_floor(embedder)
+    if floor is not None:
+        config["dense_floor"] = floor
     return config
 
 
@@ -60,7 +65,7 @@ class Models:
 
     @staticmethod
     def _key(config: dict[str, Any]) -> str:
-        stable = {k: v for k, v in config.items() if k not in ("dimension", "epoch")}
+        stable = {k: v for k, v in config.items() if k not in ("dimension", "epoch", "dense_floor")}
         return json.dumps(stable, sort_keys=True)
 
     def for_collection(self, name: str, stored: dict[str, Any] | None, has_chunks: bool):

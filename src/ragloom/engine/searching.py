@@ -15,6 +15,7 @@ import numpy as np
 
 from ragloom.config import CollectionConfig
 from ragloom.context import GROUNDING_INSTRUCTION, PackedContext, count_tokens, pack_context
+from ragloom.embedding.floors import dense_floor_of
 from ragloom.engine.models import Models, QueryVectors
 from ragloom.errors import InputError, NotFound, ReadInterrupted
 from ragloom.lexical import BM25Params
@@ -97,6 +98,7 @@ class Searcher:
                     pipeline.explain_matches(hits, self.tokenizer(config), query)
         result = SearchResult(hits, ranking.mode, ranking.degraded, ranking.reason)
         result.timings = timer.to_dict()
+        result.dense_floor, result.below_floor = ranking.floor, ranking.below_floor
         return result
 
     def rank(self, query: str, options: SearchOptions, collection: str) -> Ranking:
@@ -156,6 +158,7 @@ class Searcher:
             dense if has_dense else None,
             metadata_of,
             reader.vectors if stored_model else None,
+            dense_floor_of(stored_model),
         )
         if ranking.mode != "lexical":
             waiting = reader.pending()

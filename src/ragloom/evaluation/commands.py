@@ -11,6 +11,7 @@ from typing import Any
 import click
 from rich.table import Table
 
+from ragloom.cli import embedder_after  # loaded by the CLI itself: no cycle at import
 from ragloom.config import CollectionConfig
 from ragloom.console import err, out, print_json, progress
 from ragloom.errors import NotFound
@@ -111,6 +112,7 @@ def print_suite(result: SuiteResult) -> None:
 
 
 @click.command("eval")
+@embedder_after
 @dataset_options
 @click.option("--split", default="test", show_default=True, help="Which qrels/<split>.tsv.")
 @click.option(
@@ -185,6 +187,7 @@ def print_tune(result: TuneResult, seconds: float) -> None:
 
 
 @click.command("tune")
+@embedder_after
 @dataset_options
 @click.option(
     "--train", "train_split", default="train", show_default=True, help="Split to tune on."

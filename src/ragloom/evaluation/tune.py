@@ -48,7 +48,8 @@ def search_settings(options: SearchOptions) -> dict[str, Any]:
     if options.weights:
         out["weights"] = dict(options.weights)
     out["candidates"] = options.candidates
-    out["min_dense_similarity"] = options.min_dense_similarity
+    if options.min_dense_similarity is not None:  # None: the model's floor, left to the model
+        out["min_dense_similarity"] = options.min_dense_similarity
     return out
 
 

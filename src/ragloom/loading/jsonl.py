@@ -11,11 +11,12 @@ import json
 import math
 import re
 import warnings
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ragloom.chunking.code.languages import language_named
 from ragloom.errors import DecodeError, RecordError
 from ragloom.loading.decode import UTF8, Encoding, StreamDecoder, sniff_encoding
 from ragloom.models import Document
@@ -34,6 +35,9 @@ class JsonlFields:
 
     `collection` names a field that routes each record to a collection of its own (a
     record without it goes to the collection of the indexing call); it is not metadata.
+    `rename` maps record fields to the metadata keys they become (`{"ios_version":
+    "ios_version_min"}`). `language` names the field whose value, when it is a code
+    language ("swift", "python", ...), gets the record's text chunked as code.
     """
 
     id: str = "id"
@@ -41,6 +45,8 @@ class JsonlFields:
     text: str = "text"
     metadata: tuple[str, ...] | None = None
     collection: str | None = None
+    rename: Mapping[str, str] = field(default_factory=dict)
+    language: str | None = "language"
 
 
 @dataclass(frozen=True)
@@ -310,9 +316,13 @@ def _record_to_document(
     collection = _collection(record, fields.collection, bad)
     used = {fields.id, fields.title, fields.text, fields.collection}
     if fields.metadata is None:
-        metadata = {k: v for k, v in record.items() if k not in used}
+        kept = [k for k in record if k not in used]
     else:
-        metadata = {k: record[k] for k in fields.metadata if k in record}
+        kept = [k for k in fields.metadata if k in record]
+    metadata = {fields.rename.get(k, k): record[k] for k in kept}
+    if len(metadata) < len(kept):
+        raise bad(f"two fields become one metadata key ({_clash(kept, fields)})")
+    language = record.get(fields.language) if fields.language else None
     return Document(
         id=doc_id,
         text=text,
@@ -320,6 +330,7 @@ def _record_to_document(
         source=source,
         metadata=metadata,
         collection=collection,
+        language=language_named(language),
     )
 
 
@@ -329,6 +340,17 @@ def _scalar_id(value: Any) -> str | None:
     if isinstance(value, (str, int)):
         return str(value)
     return None
+
+
+def _clash(kept: list[str], fields: JsonlFields) -> str:
+    """`'a' and 'b' both become 'b'`: the first two record fields mapped onto one key."""
+    first: dict[str, str] = {}
+    for key in kept:
+        target = fields.rename.get(key, key)
+        if target in first:
+            return f"{first[target]!r} and {key!r} both become {target!r}"
+        first[target] = key
+    return ""
 
 
 def _collection(record: dict[str, Any], name: str | None, bad: Any) -> str | None:

@@ -49,12 +49,16 @@ class FileFailure:
             error,
         )
 
-    def to_dict(self) -> dict[str, Any]:
+    def hint_for(self, audience: str) -> str | None:
+        """The hint in the words of "library", "cli" or "http" callers."""
+        return self.error.hint_for(audience) if self.error is not None else self.hint
+
+    def to_dict(self, audience: str = "library") -> dict[str, Any]:
         return {
             "path": self.path,
             "code": self.code,
             "reason": self.reason,
-            "hint": self.hint,
+            "hint": self.hint_for(audience),
             "offset": self.offset,
             "line": self.line,
         }

@@ -63,18 +63,38 @@ def apply_boosts(
     return sorted(out, key=lambda c: -c.score)
 
 
+MISSING_POLICIES = ("keep", "group")
+
+
 def cap_per_key(
-    candidates: Sequence[Candidate], caps: Mapping[str, int], metadata_of: MetadataOf
+    candidates: Sequence[Candidate],
+    caps: Mapping[str, int],
+    metadata_of: MetadataOf,
+    missing: str = "keep",
 ) -> list[Candidate]:
-    """Keep at most `caps[key]` candidates per value of each metadata key (best first)."""
+    """Keep at most `caps[key]` candidates per value of each metadata key (best first).
+
+    A candidate without the key (absent or null) is not limited by that key's cap
+    (`missing="keep"`), or all such candidates share one group with the same cap
+    (`missing="group"`).
+    """
     for key, limit in caps.items():
         if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
             raise InputError(f"cap for {key!r} must be a positive integer, got {limit!r}")
+    if missing not in MISSING_POLICIES:
+        raise InputError(
+            f"unknown policy for hits without the key: {missing!r}",
+            f"use one of {', '.join(MISSING_POLICIES)}",
+        )
     seen: dict[tuple[str, str], int] = {}
     kept = []
     for cand in candidates:
         metadata = metadata_of(cand.row_id)
-        values = {key: repr(metadata.get(key)) for key in caps}
+        values = {
+            key: repr(metadata.get(key))
+            for key in caps
+            if missing == "group" or metadata.get(key) is not None
+        }
         if any(seen.get((k, v), 0) >= caps[k] for k, v in values.items()):
             continue
         for k, v in values.items():

@@ -12,10 +12,10 @@ from typing import Any
 
 import numpy as np
 
-from ragloom.errors import EmbeddingError, InputError, NeedsVectors
+from ragloom.errors import EmbeddingError, InputError, NeedsVectors, worded
 from ragloom.lexical import BM25Params
 from ragloom.retrieval import controls, fusion, pipeline
-from ragloom.retrieval.controls import BoostRule, MetadataOf
+from ragloom.retrieval.controls import MISSING_POLICIES, BoostRule, MetadataOf
 from ragloom.retrieval.filters import (
     FilterNode,
     Predicate,
@@ -67,7 +67,7 @@ class SearchOptions:
     weights: Mapping[str, float] = field(default_factory=dict)
     normalization: str = DEFAULT_NORMALIZATION
     candidates: int = 40
-    min_dense_similarity: float = 0.45
+    min_dense_similarity: float | None = None  # None: the model's floor (embedding.floors)
     min_score: float | None = None
     bm25: BM25Params | None = None
     strict: bool = False
@@ -86,6 +86,7 @@ class SearchOptions:
     boost_rules: tuple[BoostRule, ...] = field(default=(), init=False, repr=False, compare=False)
     caps: Mapping[str, int] = field(default_factory=dict, init=False, repr=False, compare=False)
     mmr_lambda: float | None = field(default=None, init=False, repr=False, compare=False)
+    cap_missing: str = field(default="keep", init=False, repr=False, compare=False)
     preferences: tuple[Predicate, ...] = field(default=(), init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -99,7 +100,7 @@ class SearchOptions:
             raise InputError(
                 f"unknown normalization {self.normalization!r}", "use minmax or zscore"
             )
-        if not -1.0 <= self.min_dense_similarity <= 1.0:
+        if self.min_dense_similarity is not None and not -1.0 <= self.min_dense_similarity <= 1.0:
             raise InputError("min_dense_similarity must lie between -1 and 1")
         fusion._check_weights(self.weights)
         if self.filters is not None:
@@ -113,9 +114,10 @@ class SearchOptions:
         if not isinstance(self.prefer, Sequence) or isinstance(self.prefer, (str, bytes)):
             raise InputError("prefer must be a list of filters")
         object.__setattr__(self, "preferences", tuple(compile_filter(f) for f in self.prefer))
-        caps, mmr = parse_diversity(self.diversity)
+        caps, mmr, missing = parse_diversity(self.diversity)
         object.__setattr__(self, "caps", caps)
         object.__setattr__(self, "mmr_lambda", mmr)
+        object.__setattr__(self, "cap_missing", missing)
 
     def with_defaults(self, stored: Mapping[str, Any]) -> SearchOptions:
         """These options with the unset settings taken from a collection's `stored` defaults
@@ -137,16 +139,26 @@ class SearchOptions:
         return bool(self.boost_rules or self.caps or self.mmr_lambda is not None)
 
 
-def parse_diversity(spec: Mapping[str, Any] | None) -> tuple[dict[str, int], float | None]:
-    """`{"max_per": {"scholar_id": 2}, "mmr": {"lambda": 0.7}}` -> (caps, mmr lambda)."""
+def parse_diversity(
+    spec: Mapping[str, Any] | None,
+) -> tuple[dict[str, int], float | None, str]:
+    """`{"max_per": {"scholar_id": 2}, "missing": "keep", "mmr": {"lambda": 0.7}}` ->
+    (caps, mmr lambda, what caps do with hits lacking the key: "keep" or "group")."""
     if spec is None:
-        return {}, None
+        return {}, None, "keep"
     if not isinstance(spec, Mapping):
         raise InputError("diversity must be an object like {'max_per': {'scholar_id': 2}}")
-    unknown = set(spec) - {"max_per", "mmr"}
+    unknown = set(spec) - {"max_per", "missing", "mmr"}
     if unknown:
         raise InputError(
-            f"unknown diversity control(s): {', '.join(sorted(unknown))}", "use max_per and/or mmr"
+            f"unknown diversity control(s): {', '.join(sorted(unknown))}",
+            "use max_per (with missing), and/or mmr",
+        )
+    missing = spec.get("missing", "keep")
+    if missing not in MISSING_POLICIES:
+        raise InputError(
+            f"diversity.missing must be one of {', '.join(MISSING_POLICIES)}, got {missing!r}",
+            '"keep": hits without the key are never capped; "group": they share one cap',
         )
     caps = spec.get("max_per") or {}
     if not isinstance(caps, Mapping):
@@ -160,17 +172,20 @@ def parse_diversity(spec: Mapping[str, Any] | None) -> tuple[dict[str, int], flo
         lam = mmr.get("lambda", 0.7) if isinstance(mmr, Mapping) else mmr
         if isinstance(lam, bool) or not isinstance(lam, (int, float)) or not 0 <= lam <= 1:
             raise InputError(f"mmr lambda must be a number between 0 and 1, got {lam!r}")
-    return dict(caps), (float(lam) if lam is not None else None)
+    return dict(caps), (float(lam) if lam is not None else None), missing
 
 
 @dataclass
 class Ranking:
-    """The ranked candidates of one search, and whether a leg was missing."""
+    """The ranked candidates of one search, whether a leg was missing, and the dense-only
+    floor that applied (None: none) with how many fused candidates fell below it."""
 
     candidates: list[Candidate]
     mode: str
     degraded: bool = False
     reason: str | None = None
+    floor: float | None = None
+    below_floor: int = 0
     options: SearchOptions | None = None  # as applied (with the collection's defaults)
 
 
@@ -181,21 +196,26 @@ def rank(
     dense: Leg | None,
     metadata_of: MetadataOf | None = None,
     vectors_of: Callable[[list[int]], np.ndarray] | None = None,
+    dense_floor: float | None = None,
 ) -> Ranking:
     """Run the legs the mode asks for, fuse, then boost, threshold, diversify, keep top k.
 
     The legs apply any filter themselves. `metadata_of` serves boosts and caps;
-    `vectors_of` serves MMR.
+    `vectors_of` serves MMR. `dense_floor` is the model's floor for dense-only hits, used
+    when the options give none (`min_dense_similarity=None`).
     """
     mode = options.mode or ("hybrid" if dense is not None else "lexical")
     if mode != "lexical" and dense is None:
         raise NeedsVectors(
             f"{mode} search needs vectors, and this collection has none",
-            "index it with an embedding model (ragloom reembed), or use mode='lexical'",
+            hints=worded("give it vectors with {reembed}, or search with {lexical}"),
         )
+    if not query.strip():  # nothing asked: no leg has anything to match (dense would rank
+        return Ranking([], mode)  # every chunk at cosine 0.0)
     deep = mode == "hybrid" or options.reorders
     depth = max(options.candidates, options.top_k) if deep else options.top_k
     degraded, reason = False, None
+    floor, below = None, 0
     if mode == "dense":
         rows, scores = dense(query, depth)  # type: ignore[misc]
         ranked = pipeline.leg_candidates(DENSE, rows, scores, alone=True)
@@ -223,10 +243,15 @@ def rank(
                     options.normalization,
                     _preference_scorer(options, metadata_of),
                 )
-                ranked = pipeline.drop_weak_dense_only(ranked, options.min_dense_similarity)
+                floor = options.min_dense_similarity
+                floor = dense_floor if floor is None else floor
+                if floor is not None:
+                    fused = len(ranked)
+                    ranked = pipeline.drop_weak_dense_only(ranked, floor)
+                    below = fused - len(ranked)
     with timed("fusion"):
         refined = _refine(ranked, options, metadata_of, vectors_of)
-    return Ranking(refined, mode, degraded, reason)
+    return Ranking(refined, mode, degraded, reason, floor=floor, below_floor=below)
 
 
 def _preference_scorer(
@@ -252,12 +277,17 @@ def _refine(
         candidates = controls.apply_boosts(candidates, options.boost_rules, metadata_of)
     candidates = pipeline.apply_min_score(candidates, options.min_score)
     if options.caps:
-        candidates = controls.cap_per_key(candidates, options.caps, metadata_of)  # type: ignore[arg-type]
+        candidates = controls.cap_per_key(
+            candidates,
+            options.caps,
+            metadata_of,  # type: ignore[arg-type]
+            options.cap_missing,
+        )
     if options.mmr_lambda is not None:
         if vectors_of is None:
             raise NeedsVectors(
                 "MMR diversity needs vectors, and this collection has none",
-                "index it with an embedding model (ragloom reembed), or drop mmr",
+                hints=worded("give it vectors with {reembed}, or leave out mmr"),
             )
         pool = candidates[: max(options.candidates, options.top_k)]
         vectors = vectors_of([c.row_id for c in pool])

@@ -84,6 +84,17 @@ def create_app(settings: ServerSettings) -> FastAPI:
     return app
 
 
+def _drop_default_validation_errors(schema: dict[str, Any]) -> None:
+    """FastAPI declares a 422 with its own error shape on every operation; validation errors
+    here are 400 `bad_request` in the ErrorResponse envelope (declared by the routes)."""
+    for operations in schema.get("paths", {}).values():
+        for operation in operations.values():
+            operation.get("responses", {}).pop("422", None)
+    models = schema.get("components", {}).get("schemas", {})
+    for name in ("HTTPValidationError", "ValidationError"):
+        models.pop(name, None)
+
+
 def _openapi(app: FastAPI, secured: bool) -> dict[str, Any]:
     """The OpenAPI schema; with a token, every operation but /health declares bearer auth."""
     if app.openapi_schema:
@@ -91,6 +102,7 @@ def _openapi(app: FastAPI, secured: bool) -> dict[str, Any]:
     schema = get_openapi(
         title=app.title, version=app.version, summary=app.summary, routes=app.routes
     )
+    _drop_default_validation_errors(schema)
     if secured:
         components = schema.setdefault("components", {})
         components.setdefault("securitySchemes", {})["bearer"] = {

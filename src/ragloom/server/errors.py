@@ -16,9 +16,9 @@ class MalformedJSON(InputError):
 
 
 class InvalidRequest(InputError):
-    """The request is JSON but does not fit the endpoint's schema (HTTP 422)."""
+    """The request is JSON but a field is missing, unknown or of the wrong type (HTTP 400)."""
 
-    code = "invalid_request"
+    code = "bad_request"
 
 
 class Unauthorized(RagloomError):
@@ -63,10 +63,9 @@ STATUS_BY_CODE: dict[str, int] = {
     "too_large": 413,
     "bad_host": 421,
     "unsupported_media_type": 415,
-    "invalid_request": 422,
-    "bad_input": 422,
-    "invalid_utf8": 422,
-    "bad_record": 422,
+    "bad_input": 400,
+    "invalid_utf8": 400,
+    "bad_record": 400,
     "embedding_mismatch": 409,
     "id_conflict": 409,
     "file_changed": 409,
@@ -106,9 +105,8 @@ CLASS_BY_CODE: dict[str, type[RagloomError]] = {
     "bad_record": InputError,
     "not_found": NotFound,
     "bad_json": MalformedJSON,
-    "bad_request": MalformedJSON,
+    "bad_request": InvalidRequest,
     "unsupported_media_type": MalformedJSON,
-    "invalid_request": InvalidRequest,
     "unauthorized": Unauthorized,
     "forbidden": Forbidden,
     "too_large": PayloadTooLarge,
@@ -124,20 +122,20 @@ def status_for(error: RagloomError) -> int:
     if isinstance(error, NotFound):
         return 404
     if isinstance(error, InputError):
-        return 422
+        return 400
     if isinstance(error, StoreError):
         return 503
     return 500
 
 
 def error_from_payload(status: int, payload: object) -> RagloomError:
-    """Rebuild a typed error from a server's `{"ok": false, "error": {...}}` answer."""
-    error = payload.get("error") if isinstance(payload, dict) else None
-    if not isinstance(error, dict):
-        error = {"code": _code_for_status(status), "message": f"HTTP {status}"}
-    code = str(error.get("code") or _code_for_status(status))
-    message = str(error.get("message") or f"HTTP {status}")
-    hint = error.get("hint")
+    """Rebuild a typed error from a server's `{"ok": false, "error": "<message>", "code",
+    "hint"}` answer (anything else becomes an error named by the status alone)."""
+    body = payload if isinstance(payload, dict) else {}
+    code = str(body.get("code") or _code_for_status(status))
+    message = body.get("error")
+    message = message if isinstance(message, str) and message else f"HTTP {status}"
+    hint = body.get("hint")
     cls = CLASS_BY_CODE.get(code) or _class_for_status(status)
     exc = cls(message, str(hint) if hint else None)
     exc.code = code  # keep the server's exact code (e.g. invalid_utf8 on an InputError)

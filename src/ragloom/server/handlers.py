@@ -13,11 +13,13 @@ from starlette.routing import Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ragloom.errors import RagloomError
+from ragloom.server import validation
 from ragloom.server.errors import status_for
 from ragloom.server.responses import error_response
 
 log = logging.getLogger("uvicorn.error")  # the server's error log, formatted by uvicorn
 
+BAD_REQUEST_HINT = "the request fields are listed in /openapi.json and docs/http.md"
 _CODE_BY_STATUS = {400: "bad_json", 404: "not_found", 405: "method_not_allowed", 413: "too_large"}
 
 
@@ -28,19 +30,15 @@ def _is_json(request: Request) -> bool:
     )
 
 
-def _detail(error: dict[str, Any]) -> dict[str, Any]:
-    loc = [str(part) for part in error.get("loc", ())]
-    return {"loc": loc, "msg": str(error.get("msg", "")), "type": str(error.get("type", ""))}
-
-
 async def on_ragloom_error(request: Request, exc: Exception) -> Response:
     """A deliberate library or server error: its code, message and hint, with its status."""
     assert isinstance(exc, RagloomError)
-    return error_response(status_for(exc), exc.code, exc.message, exc.hint)
+    return error_response(status_for(exc), exc.code, exc.message, exc.hint_for("http"))
 
 
 async def on_validation_error(request: Request, exc: Exception) -> Response:
-    """400 for a body that is not JSON, 415 for a non-JSON content type, else 422."""
+    """400 `bad_json` for a body that is not JSON, 415 for a non-JSON content type, else
+    400 `bad_request` naming each wrong field in plain words."""
     assert isinstance(exc, RequestValidationError)
     errors = list(exc.errors())
     if any(e.get("type") == "json_invalid" for e in errors):
@@ -55,9 +53,10 @@ async def on_validation_error(request: Request, exc: Exception) -> Response:
             "request body must be JSON",
             "send the header `Content-Type: application/json`",
         )
-    details = [_detail(e) for e in errors]
-    summary = "; ".join(f"{'.'.join(d['loc'])}: {d['msg']}" for d in details[:5])
-    return error_response(422, "invalid_request", summary or "invalid request", details=details)
+    details = validation.describe(errors)
+    return error_response(
+        400, "bad_request", validation.summary(details), BAD_REQUEST_HINT, details=details
+    )
 
 
 async def on_http_error(request: Request, exc: Exception) -> Response:

@@ -1,4 +1,5 @@
-"""Build the JSON error envelope `{"ok": false, "error": {...}}` every failure answers with."""
+"""JSON responses, and the error envelope every failure answers with:
+`{"ok": false, "error": "<message>", "code": "...", "hint": "..."}`."""
 
 from __future__ import annotations
 
@@ -34,10 +35,10 @@ def error_response(
     details: list[dict[str, Any]] | None = None,
     headers: Mapping[str, str] | None = None,
 ) -> JSONResponse:
-    """A typed JSON error with its HTTP status."""
-    error: dict[str, Any] = {"code": code, "message": message}
-    if hint:
-        error["hint"] = hint
+    """A typed JSON error with its HTTP status: `error` is the plain message (a string, so
+    that a client decoding `error: String?` reads it as is), `code` and `hint` beside it;
+    `details` lists the wrong fields of a bad request."""
+    body: dict[str, Any] = {"ok": False, "error": message, "code": code, "hint": hint}
     if details:
-        error["details"] = details
-    return JSONResponse({"ok": False, "error": error}, status_code=status, headers=headers)
+        body["details"] = details
+    return JSONResponse(body, status_code=status, headers=headers)

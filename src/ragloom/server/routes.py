@@ -40,11 +40,14 @@ CONTEXT_SEPARATOR = "\n---\n"
 _ERRORS: dict[int | str, dict[str, Any]] = {
     status: {"model": schemas.ErrorResponse, "description": text}
     for status, text in (
-        (400, "Malformed JSON"),
+        (
+            400,
+            "Malformed JSON (bad_json), or a field missing, unknown or of the wrong type"
+            " (bad_request), or unusable input (bad_input, invalid_utf8, bad_record)",
+        ),
         (413, "Body over the size limit"),
         (421, "Host header not answered here (bad_host: DNS rebinding protection)"),
         (415, "Body is not JSON"),
-        (422, "Request does not fit the schema"),
         (500, "Unexpected server error"),
         (503, "Index unavailable"),
     )
@@ -111,13 +114,7 @@ def _run_index(
             for d in body.documents or ()
         ]
         report = index.add(documents, collection=collection, enrichers=enrichers)
-    return {
-        "ok": True,
-        "collection": collection,
-        "file": file,
-        **report.to_dict(),
-        "noop": report.documents == 0 and report.chunks == 0,
-    }
+    return {"ok": True, "collection": collection, "file": file, **report.to_dict("http")}
 
 
 def _search(
@@ -173,7 +170,13 @@ def _search_once(
         answer.update(_packed(packed))
     else:
         answer["context"] = CONTEXT_SEPARATOR.join(h.text for h in hits)
-    answer.update(mode=hits.mode, degraded=hits.degraded, reason=hits.reason)
+    answer.update(
+        mode=hits.mode,
+        degraded=hits.degraded,
+        reason=hits.reason,
+        dense_floor=hits.dense_floor,
+        below_floor=hits.below_floor,
+    )
     answer["timings"] = hits.timings
     if metrics is not None:
         metrics.observe_search(hits.timings, hits.degraded)
@@ -208,6 +211,8 @@ def _search_many(
                 "reason": g.hits.reason,
                 "results": [hit.to_dict() for hit in hits],
                 "timings": g.hits.timings,
+                "dense_floor": g.hits.dense_floor,
+                "below_floor": g.hits.below_floor,
             }
             for g, hits in groups
         ],

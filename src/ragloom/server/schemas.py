@@ -177,6 +177,11 @@ class DiversityIn(_Strict):
         Annotated[str, Field(min_length=1)],
         Annotated[int, Interval(ge=1), BeforeValidator(_integral)],
     ] = Field(default_factory=dict)
+    missing: Literal["keep", "group"] = Field(
+        "keep",
+        description='Hits without a capped key: "keep" (never capped) or "group" (they share'
+        " one cap, like a value of their own).",
+    )
     mmr: MMRIn | None = None
 
 
@@ -200,7 +205,11 @@ class SearchControls(_Strict):
         None, description="Hits each leg fetches (default 40)."
     )
     min_dense_similarity: float | None = Field(
-        None, ge=-1, le=1, description="Drop dense-only hits below this cosine (default 0.45)."
+        None,
+        ge=-1,
+        le=1,
+        description="Drop dense-only hits below this cosine. Default: the floor measured for"
+        " the collection's model (none for a model nobody measured); -1 keeps them all.",
     )
     min_score: float | None = Field(None, allow_inf_nan=False)
     filters: Filter | None = None
@@ -213,7 +222,10 @@ class SearchControls(_Strict):
         """Keywords for `Index.search`."""
         diversity = None
         if self.diversity is not None:
-            diversity = {"max_per": dict(self.diversity.max_per)}
+            diversity = {
+                "max_per": dict(self.diversity.max_per),
+                "missing": self.diversity.missing,
+            }
             if self.diversity.mmr is not None:
                 diversity["mmr"] = {"lambda": self.diversity.mmr.lambda_}
         return {
@@ -268,16 +280,22 @@ class QueryRequest(SearchControls):
     tokens: bool = Field(False, description="Report each hit's size in tokens.")
 
 
-class ErrorBody(BaseModel):
-    code: str
-    message: str
-    hint: str | None = None
-    details: list[dict[str, Any]] | None = None
+class FieldProblem(BaseModel):
+    field: str | None = Field(description="The wrong field, e.g. `collections[0].top_k`.")
+    in_: Literal["body", "query", "path"] = Field(alias="in", description="Where it was sent.")
+    problem: str = Field(description='What is wrong with it, e.g. "must be at least 1".')
 
 
 class ErrorResponse(BaseModel):
+    """Every failure: `error` is a plain message string; `code` and `hint` stand beside it."""
+
     ok: Literal[False] = False
-    error: ErrorBody
+    error: str = Field(description="What went wrong, in plain words.")
+    code: str = Field(description="Stable error code, e.g. bad_request, not_found (docs/http.md).")
+    hint: str | None = Field(description="What to do about it, when ragloom knows.")
+    details: list[FieldProblem] | None = Field(
+        None, description="bad_request only: each wrong field and its problem."
+    )
 
 
 class Skipped(BaseModel):
@@ -302,13 +320,20 @@ class IndexResponse(BaseModel):
     file: str | None = Field(
         description="The path indexed, relative to its root; null for inline documents."
     )
-    files: int
+    chunks: int = Field(
+        description="Chunks the indexed documents hold now: those written plus those of"
+        " unchanged documents (so re-indexing an unchanged file reports its chunk count)."
+    )
+    unchanged: bool = Field(
+        description="True when nothing needed writing: every document was already indexed as is."
+    )
     documents: int = Field(description="New or changed documents written.")
-    chunks: int = Field(description="Chunks written.")
-    unchanged: int = Field(description="Documents whose content was already indexed as is.")
+    documents_unchanged: int = Field(description="Documents already indexed as they are.")
+    chunks_written: int = Field(description="Chunks written by this request.")
+    fragments: int = Field(description="Pieces shorter than the collection's min_chars, dropped.")
+    files: int
     skipped: list[Skipped]
     failed: list[Failed] = Field(description="Files that could not be indexed, with why.")
-    noop: bool = Field(description="True when nothing was written (e.g. re-indexing unchanged).")
     pending: int = Field(
         0,
         description="Chunks stored without a vector because the embedding service failed;"
@@ -348,6 +373,8 @@ class QueryGroup(BaseModel):
     reason: str | None
     results: list[QueryHit]
     timings: dict[str, float] | None = None
+    dense_floor: float | None = None
+    below_floor: int | None = None
 
 
 class Passage(BaseModel):
@@ -381,6 +408,12 @@ class QueryResponse(BaseModel):
         None,
         description="Milliseconds per search stage (embed, lexical, dense, fusion, rerank,"
         " hydrate, other) and total; per group for multi-collection queries.",
+    )
+    dense_floor: float | None = Field(
+        None, description="The cosine dense-only hits had to reach (null: no floor applied)."
+    )
+    below_floor: int | None = Field(
+        None, description="Fused candidates dropped by the floor (why fewer than top_k came)."
     )
 
 

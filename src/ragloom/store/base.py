@@ -140,6 +140,18 @@ class Snapshot(ABC):
             yield from page
             offset += len(page)
 
+    def chunk_counts(self, collection: str, doc_ids: Sequence[str]) -> dict[str, int]:
+        """How many chunks each of `doc_ids` that exists holds. This default pages through
+        the collection's documents; a backend answers it with one query instead."""
+        wanted, found, offset = set(doc_ids), {}, 0
+        while wanted - found.keys():
+            page = self.documents(collection, offset, 1000)
+            if not page:
+                break
+            found.update((d.doc_id, d.chunks) for d in page if d.doc_id in wanted)
+            offset += len(page)
+        return found
+
 
 class Write(ABC):
     """One atomic write. Everything is visible to searches after commit, or nothing."""

@@ -12,14 +12,26 @@ import warnings
 from typing import Any
 
 from ragloom.chunking.code.assemble import Assembler, Piece
-from ragloom.chunking.code.languages import CODE_SUFFIXES, LANGUAGES, language_for
+from ragloom.chunking.code.languages import (
+    CODE_SUFFIXES,
+    LANGUAGES,
+    language_for,
+    language_named,
+)
 from ragloom.chunking.code.lines import line_windows
 from ragloom.chunking.code.offsets import LineIndex
 from ragloom.chunking.code.tree import Node
 from ragloom.chunking.spans import trim
 from ragloom.models import ChunkSpan
 
-__all__ = ["CODE_SUFFIXES", "LANGUAGES", "CodeParseWarning", "chunk_code", "language_for"]
+__all__ = [
+    "CODE_SUFFIXES",
+    "LANGUAGES",
+    "CodeParseWarning",
+    "chunk_code",
+    "language_for",
+    "language_named",
+]
 
 
 class CodeParseWarning(UserWarning):

@@ -35,6 +35,28 @@ CODE_SUFFIXES = tuple(SUFFIX_LANGUAGES)
 LANGUAGES = tuple(sorted(set(SUFFIX_LANGUAGES.values())))
 
 
+# Other names callers use for a language (a record's "language" field, for example).
+ALIASES: dict[str, str] = {
+    "py": "python",
+    "js": "javascript",
+    "jsx": "javascript",
+    "node": "javascript",
+    "ts": "typescript",
+    "golang": "go",
+    "rs": "rust",
+    "c++": "cpp",
+    "cxx": "cpp",
+}
+
+
+def language_named(name: object) -> str | None:
+    """The code language a name such as "swift", "Python" or "c++" means (None: not code)."""
+    if not isinstance(name, str):
+        return None
+    key = name.strip().lower()
+    return key if key in LANGUAGES else ALIASES.get(key)
+
+
 def language_for(source: str | None) -> str | None:
     """The language of a file path or name by its suffix (None: not a known code file)."""
     if not source:

@@ -161,6 +161,17 @@ class SQLiteSnapshot(Snapshot):
         sql = "SELECT doc_id, source FROM documents WHERE collection_id = ? AND doc_id IN ({marks})"
         return dict(rows_in(self.conn, sql, [row.id], list(doc_ids)))
 
+    def chunk_counts(self, collection: str, doc_ids: Sequence[str]) -> dict[str, int]:
+        row = self.rows.get(collection)
+        if row is None or not doc_ids:
+            return {}
+        sql = (
+            "SELECT d.doc_id, count(k.id) FROM documents d LEFT JOIN chunks k"
+            " ON k.document_id = d.id WHERE d.collection_id = ? AND d.doc_id IN ({marks})"
+            " GROUP BY d.id"
+        )
+        return dict(rows_in(self.conn, sql, [row.id], list(doc_ids)))
+
     def chunks(self, rows: Sequence[int]) -> dict[int, StoredChunk]:
         if not len(rows):
             return {}
