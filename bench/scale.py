@@ -24,7 +24,7 @@ from rich.console import Console
 from rich.table import Table
 
 sys.path.insert(0, str(Path(__file__).parent))
-from scale_data import Corpus  # noqa: E402
+from scale_data import Corpus, query_words  # noqa: E402
 from scale_peers import build_fts5, exact_topk, fts5_query  # noqa: E402
 
 console = Console()
@@ -68,10 +68,7 @@ def peers(corpus: Corpus, n: int, work: Path, cache: Path) -> dict:
     """FTS5 and exact numpy latencies on the same data and queries as `serve`."""
     fts = build_fts5(corpus, n, work / f"fts-{n}.db")
     conn = sqlite3.connect(work / f"fts-{n}.db")
-    words = {
-        "common": corpus.words[:3].tolist(),
-        "rare": [corpus.words[40_000 + 17 * i] for i in range(3)],
-    }
+    words = query_words(corpus)
     where = {"none": None, "1%": ("grp", 7), "0.1%": ("shard", 123)}
     out: dict = {"fts5 build_s": fts["build_s"], "fts5 bytes/chunk": fts["bytes"] / n}
     for fname, cond in where.items():

@@ -171,3 +171,12 @@ class BenchEmbedder(Embedder):
 
     def config(self) -> dict:
         return {"provider": "custom", "model": self.name, "dimension": DIMENSION}
+
+
+def query_words(corpus: Corpus) -> dict[str, list[str]]:
+    """The benchmark's query terms by how common they are (ragloom and FTS5 ask the same)."""
+    return {
+        "very common": corpus.words[:3].tolist(),  # in ~99% of chunks
+        "common": corpus.words[20:23].tolist(),  # in ~10-20% of chunks
+        "rare": [str(corpus.words[40_000 + 17 * i]) for i in range(3)],
+    }

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from scale_data import BenchEmbedder, Corpus
+from scale_data import BenchEmbedder, Corpus, query_words
 from scale_peers import exact_topk
 
 from ragloom import Document, Index
@@ -94,11 +94,7 @@ def serve(path: Path, n: int, cache: Path) -> dict:
     index.warm()
     open_s = time.perf_counter() - started
     table = corpus.vector_table(n + 100_000, cache)
-    words = {
-        "very common": " ".join(corpus.words[:3].tolist()),  # in ~99% of chunks
-        "common": " ".join(corpus.words[20:23].tolist()),  # in ~10-20% of chunks
-        "rare": " ".join(corpus.words[40_000 + 17 * i] for i in range(3)),
-    }
+    words = {label: " ".join(terms) for label, terms in query_words(corpus).items()}
     filters = {"none": None, "1%": {"group": 7}, "0.1%": {"shard": 123}}
     rows = np.arange(n)
     masks = {"none": None, "1%": rows % 100 == 7, "0.1%": (rows * 7919) % 1000 == 123}

@@ -171,6 +171,9 @@ def test_eval_on_a_small_beir_folder(tmp_path: Path):
     assert lexical["ndcg@10"] == 1.0 and lexical["mrr@10"] == 1.0 and lexical["recall@100"] == 1.0
     table = ragloom("eval", str(folder))
     assert "nDCG@10" in table.stdout
+    expanded = ragloom("eval", str(folder), "--expand", "prf", "--json")
+    assert expanded.returncode == 0, expanded.stderr
+    assert json.loads(expanded.stdout)["expand"] == "prf"
 
 
 def test_jsonl_fields_renamed_and_code_records_from_the_command_line(tmp_path: Path):

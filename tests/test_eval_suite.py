@@ -175,3 +175,35 @@ def test_report_is_one_self_contained_page(folder: Path, service: EmbedServer) -
     for scored in result.scored:
         assert scored.setting.name in page
         assert f"{scored.metrics['ndcg@10']:.4f}" in page
+
+
+def test_prf_expansion_scores_as_live_prf_search(folder: Path, service: EmbedServer) -> None:
+    """`ragloom eval --expand prf`: every setting's lexical leg carries RM3 feedback, and the
+    figures are those of live searches with `expand="prf"`."""
+    modes = ["lexical", "hybrid"]
+    plain = run_suite(folder, modes=modes, embedder=spec(service))
+    result = run_suite(folder, modes=modes, embedder=spec(service), expand="prf")
+    assert result.expand == "prf" and result.to_dict()["expand"] == "prf"
+    assert [s.setting.name for s in result.scored] == [s.setting.name for s in plain.scored]
+    dataset = load_beir(folder)
+    with Index(live := folder.parent / "live-prf.db", embedder=spec(service)) as index:
+        index.configure(EVAL_COLLECTION, **whole_document_config().to_dict())
+        index.add(dataset.iter_corpus(), EVAL_COLLECTION)
+        rows = index.chunk_documents(EVAL_COLLECTION)
+        changed = 0
+        for scored in result.scored:
+            options = SearchOptions(**{**_fields(scored.setting.options), "expand": "prf"})
+            run10 = {
+                q: rank_documents(index, t, 10, rows, q, options)
+                for q, t in dataset.queries.items()
+            }
+            top10 = evaluate_run(run10, dataset.qrels, 10, 10, 10)
+            assert scored.metrics["ndcg@10"] == pytest.approx(top10["ndcg@10"])
+            assert scored.metrics["mrr@10"] == pytest.approx(top10["mrr@10"])
+            without = {
+                q: rank_documents(index, t, 10, rows, q, scored.setting.options)
+                for q, t in dataset.queries.items()
+            }
+            changed += sum(run10[q] != without[q] for q in run10)
+    live.unlink()
+    assert changed > 0  # the feedback terms moved some rankings

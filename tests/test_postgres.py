@@ -206,3 +206,32 @@ def test_one_url_names_the_cluster_and_ragloom_options_are_taken_out() -> None:
     assert mine.write.endswith("target_session_attrs=any")
     with pytest.raises(InputError, match="schema"):
         parse_location("postgresql://u@p/app?schema=Robert');DROP")
+
+
+def test_prf_expansion_on_postgres_equals_the_embedded_store(tmp_path: Path, pg_url) -> None:
+    """RM3 feedback needs weighted BM25 and document frequencies from the store: PostgreSQL
+    answers exactly as the embedded store does (filters too)."""
+    from ragloom.expansion.rm3 import PRFParams
+
+    from .test_steps import DOCS
+
+    prf = PRFParams(fb_docs=2, fb_terms=5, max_df_ratio=0.5)  # a tiny corpus's terms qualify
+    docs = [Document(id=i, text=t, title=i.title(), metadata=m) for i, t, m in DOCS]
+    queries = ("silver key", "drowned city", "tower forge", "ship harbour")
+    answers = []
+    for location in (tmp_path / "prf.db", pg_url()):
+        with Index(location, embedder=None) as index:
+            index.add(docs)
+            answers.append(
+                {
+                    (q, str(f)): [
+                        (h.chunk_id, round(h.score, 6))
+                        for h in index.search(q, top_k=6, expand="prf", prf=prf, filters=f)
+                    ]
+                    for q in queries
+                    for f in (None, {"book": 1})
+                }
+            )
+            plain = {q: [h.chunk_id for h in index.search(q, top_k=6)] for q in queries}
+    assert answers[0] == answers[1]
+    assert any(plain[q] != [c for c, _ in answers[1][(q, "None")]] for q in queries)

@@ -23,7 +23,9 @@ _progress = progress  # (shared with the evaluation commands: ragloom.console)
 
 
 def _open(ctx: click.Context, create: bool = False) -> Index:
-    return Index(ctx.obj["index_path"], create=create, embedder=ctx.obj["embedder"])
+    return Index(
+        ctx.obj["index_path"], create=create, embedder=ctx.obj["embedder"], llm=ctx.obj["llm"]
+    )
 
 
 _print_json = print_json
@@ -137,22 +139,40 @@ def where_options(command: Callable[..., Any]) -> Callable[..., Any]:
 @click.option(
     "--collection", "-c", default=None, help="Collection for every command (default: default)."
 )
+@click.option(
+    "--llm",
+    envvar="RAGLOOM_LLM",
+    default=None,
+    help="LLM for --expand llm, --hops and --rerank llm: openai:MODEL@URL or "
+    "ollama:MODEL@URL, options ?timeout=SECONDS (env RAGLOOM_LLM; key RAGLOOM_LLM_API_KEY; "
+    "may also follow the command).",
+)
 @click.version_option(__version__, prog_name="ragloom")
 @click.pass_context
 def cli(
-    ctx: click.Context, index_path: str, store: str | None, embedder: str, collection: str | None
+    ctx: click.Context,
+    index_path: str,
+    store: str | None,
+    embedder: str,
+    collection: str | None,
+    llm: str | None,
 ) -> None:
     """ragloom: index your own files and search them, offline.
 
-    --index, --embedder and --collection go before or after the command (--store too).
+    --index, --embedder and --collection go before or after the command (--store and --llm
+    too).
     """
     from ragloom.embedding.resolve import check_spec
+    from ragloom.llm.client import check_llm_spec
 
     check_spec(embedder)
+    if llm:
+        check_llm_spec(llm)
     ctx.ensure_object(dict)
     ctx.obj["index_path"] = store or index_path
     ctx.obj["embedder"] = embedder
     ctx.obj["collection"] = collection
+    ctx.obj["llm"] = llm or None
 
 
 @cli.command("index")
@@ -421,6 +441,39 @@ def retrieval_options(command: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--strict", is_flag=True, help="Fail instead of answering from BM25 alone."),
         click.option("--k1", type=float, help="BM25 k1 (default: the collection's)."),
         click.option("--b", "b", type=float, help="BM25 b (default: the collection's)."),
+        click.option(
+            "--expand",
+            type=click.Choice(["llm", "prf"]),
+            help="llm: also search LLM rephrasings (needs --llm); prf: RM3 feedback on BM25.",
+        ),
+        click.option(
+            "--variants",
+            "max_variants",
+            type=click.IntRange(2, 8),
+            default=5,
+            show_default=True,
+            help="Queries searched with --expand llm, the original included.",
+        ),
+        click.option(
+            "--rerank",
+            metavar="SPEC",
+            help="Rerank with onnx:FOLDER, rerank:MODEL@URL (cohere/jina/vllm/infinity), "
+            "tei:MODEL@URL, llm or llm:pointwise.",
+        ),
+        click.option(
+            "--rerank-depth",
+            type=click.IntRange(min=1),
+            default=30,
+            show_default=True,
+            help="Candidates the reranker scores.",
+        ),
+        click.option(
+            "--hops",
+            type=click.IntRange(1, 5),
+            default=1,
+            show_default=True,
+            help="Multi-hop: up to N retrieval rounds, the LLM deciding (needs --llm).",
+        ),
     ]
     for option in reversed(options):
         command = option(command)
@@ -456,6 +509,11 @@ def _search_kwargs(index: Index, p: dict[str, Any]) -> dict[str, Any]:
         "diversity": diversity or None,
         "strict": p["strict"],
         "bm25": bm25,
+        "expand": p["expand"],
+        "max_variants": p["max_variants"],
+        "rerank": p["rerank"] or False,
+        "rerank_depth": p["rerank_depth"],
+        "hops": p["hops"],
     }
 
 
@@ -472,6 +530,16 @@ def _print_explain(explain: dict[str, Any]) -> None:
         lines.append(f"     boost: x{boost['factor']} ({boost['rule']})")
     for note in explain["diversity"]:
         lines.append(f"     diversity: {note}")
+    if "variants" in explain:
+        found = ", ".join(f"#{v['variant']} rank {v['rank']}" for v in explain["variants"])
+        lines.append(f"     query variants: {found}")
+    if "hop" in explain:
+        lines.append(f"     found in hop {explain['hop']}")
+    if "rerank" in explain:
+        step = explain["rerank"]
+        lines.append(
+            f"     rerank: {step['model']} {step['score']:.4f} (was #{step['rank_before']})"
+        )
     lines.append(f"     final score: {explain['final_score']:.4f}")
     for line in lines:
         out.print(line, markup=False, highlight=False)
@@ -492,9 +560,12 @@ def _found_by(hit: Any) -> str:
 @click.argument("query")
 @retrieval_options
 @click.option("--explain", is_flag=True, help="Show each stage's contribution to every hit.")
+@click.option("--tokens", is_flag=True, help="Count each hit's tokens and their total.")
 @click.option("--json", "as_json", is_flag=True, help="Print hits as JSON.")
 @click.pass_context
-def search(ctx: click.Context, query: str, explain: bool, as_json: bool, **p: Any) -> None:
+def search(
+    ctx: click.Context, query: str, explain: bool, tokens: bool, as_json: bool, **p: Any
+) -> None:
     """Search the index and print the best chunks."""
     with _open(ctx) as index:
         hits = index.search(
@@ -502,6 +573,7 @@ def search(ctx: click.Context, query: str, explain: bool, as_json: bool, **p: An
             top_k=p["top_k"],
             collection=p["collection"],
             explain=explain,
+            with_tokens=tokens,
             **_search_kwargs(index, p),
         )
     if as_json:
@@ -516,6 +588,7 @@ def search(ctx: click.Context, query: str, explain: bool, as_json: bool, **p: An
             highlight=False,
             markup=False,
         )
+    _print_steps(hits)
     if not hits:
         out.print("no results")
         return
@@ -529,6 +602,24 @@ def search(ctx: click.Context, query: str, explain: bool, as_json: bool, **p: An
             _print_explain(hit.explain)
         out.print(hit.text.strip(), markup=False)
         out.print()
+
+
+def _print_steps(hits: Any) -> None:
+    """What expansion, rerank and multi-hop did (stderr)."""
+    lines = []
+    if hits.variants and len(hits.variants) > 1:
+        lines.append("searched: " + " | ".join(hits.variants))
+    rerank = hits.steps.get("rerank")
+    if rerank and not rerank["degraded"]:
+        lines.append(f"reranked {rerank['candidates']} candidate(s) with {rerank['model']}")
+    for hop in hits.trace or ():
+        lines.append(f"hop {hop['hop']}: {hop['query']!r} -> {len(hop['new_chunk_ids'])} new")
+    if hits.trace:
+        lines.append(f"multi-hop stopped: {hits.steps['hops']['stopped']}")
+    if hits.total_tokens is not None:
+        lines.append(f"{hits.total_tokens} tokens in {len(hits)} hit(s)")
+    for line in lines:
+        err.print(line, highlight=False, markup=False)
 
 
 @cli.command()
@@ -789,6 +880,14 @@ def migrate(source: str, target: str, as_json: bool) -> None:
     help="Seconds one /index request may run before it is stopped.",
 )
 @click.option("--access-log", is_flag=True, help="Log every request.")
+@click.option(
+    "--rerank",
+    "reranker",
+    envvar="RAGLOOM_RERANKER",
+    metavar="SPEC",
+    help="The reranker /query's rerank=true uses (env RAGLOOM_RERANKER): onnx:FOLDER, "
+    "rerank:MODEL@URL, tei:MODEL@URL, llm.",
+)
 @click.pass_context
 def serve(
     ctx: click.Context,
@@ -803,6 +902,7 @@ def serve(
     read_timeout: float,
     index_timeout: float,
     access_log: bool,
+    reranker: str | None,
 ) -> None:
     """Run the HTTP sidecar (JSON API, OpenAPI at /openapi.json)."""
     from ragloom.server.runner import serve as run_server
@@ -821,13 +921,38 @@ def serve(
         max_file_size=max_file_size,
         read_timeout=read_timeout,
         index_timeout=index_timeout,
+        llm=ctx.obj["llm"],
+        reranker=reranker,
     )
     run_server(settings, host=host, port=port, access_log=access_log)
 
 
+@cli.command()
+@collection_option
+@click.option(
+    "--rerank",
+    metavar="SPEC",
+    help="Rerank every tool search with this reranker (onnx:FOLDER, tei:MODEL@URL, ...).",
+)
+@click.pass_context
+def mcp(ctx: click.Context, collection: str, rerank: str | None) -> None:
+    """Serve search, get_document and context as MCP tools over stdio."""
+    from ragloom.mcp_server import serve_stdio
+    from ragloom.tools import Toolbox
+
+    defaults: dict[str, Any] = {"collection": collection}
+    if rerank:
+        defaults["rerank"] = rerank
+    with _open(ctx) as index:
+        serve_stdio(Toolbox(index, **defaults))
+
+
+MOVABLE = ("--store", "--llm")  # global options that may also follow the command
+
+
 def global_options_first(args: list[str]) -> list[str]:
-    """`ragloom search "q" --store URL` as `ragloom --store URL search "q"`: --store may
-    follow the command (the arguments after `--` are left alone)."""
+    """`ragloom search "q" --store URL` as `ragloom --store URL search "q"`: --store and
+    --llm may follow the command (the arguments after `--` are left alone)."""
     out: list[str] = []
     moved: list[str] = []
     i = 0
@@ -836,11 +961,11 @@ def global_options_first(args: list[str]) -> list[str]:
         if arg == "--":
             out += args[i:]
             break
-        if arg == "--store" and i + 1 < len(args):
+        if arg in MOVABLE and i + 1 < len(args):
             moved += args[i : i + 2]
             i += 2
             continue
-        if arg.startswith("--store="):
+        if arg.startswith(tuple(f"{name}=" for name in MOVABLE)):
             moved.append(arg)
         else:
             out.append(arg)

@@ -162,7 +162,9 @@ class Client:
 
         `controls` are the request's other fields, as for `Index.search`: mode, fusion,
         rrf_k, weights, filters, boosts, diversity, prefer, strict, explain, tokens,
-        and `collections` / `budget` for labelled multi-collection, token-budgeted context.
+        `collections` / `budget` for labelled multi-collection, token-budgeted context, and
+        the steps run by the server's LLM and reranker: expand ("llm" or "prf"),
+        max_variants, merge, rerank (True), rerank_depth, hops.
         """
         body: dict[str, Any] = {"query": query, "top_k": top_k, **controls}
         if collection is not None:
@@ -176,7 +178,15 @@ class Client:
         answer = self.query(query, top_k, collection, **controls)
         hits = [_hit(r) for r in answer["results"]]
         mode = answer.get("mode") or "lexical"
-        return SearchResult(hits, mode, bool(answer.get("degraded")), answer.get("reason"))
+        steps = {k: answer[k] for k in ("expansion", "rerank", "hops") if answer.get(k)}
+        return SearchResult(
+            hits,
+            mode,
+            bool(answer.get("degraded")),
+            answer.get("reason"),
+            steps,
+            answer.get("total_tokens"),
+        )
 
     def context(
         self, query: str, top_k: int = 3, collection: str | None = None, **controls: Any

@@ -228,3 +228,39 @@ class MissingExtra(RagloomError):
     """An optional feature's package is not installed (`pip install 'ragloom[EXTRA]'`)."""
 
     code = "missing_extra"
+
+
+class LLMError(RagloomError):
+    """Base class for failures of an LLM service (query expansion, multi-hop, LLM rerank)."""
+
+    code = "llm_error"
+
+
+class LLMFailed(LLMError):
+    """The LLM service answered, but badly (error status, malformed body, timed out)."""
+
+    code = "llm_failed"
+
+
+class LLMOffline(LLMError):
+    """The LLM service cannot be reached."""
+
+    code = "offline"
+
+
+class RerankError(RagloomError):
+    """Base class for failures of a reranker (a local cross-encoder or a rerank service)."""
+
+    code = "rerank_error"
+
+
+class RerankFailed(RerankError):
+    """The reranker answered badly (error status, malformed body, timed out, model error)."""
+
+    code = "rerank_failed"
+
+
+class RerankOffline(RerankError):
+    """The rerank service cannot be reached."""
+
+    code = "offline"

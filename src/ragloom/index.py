@@ -33,6 +33,7 @@ from ragloom.loading import JsonlFields, ReadPolicy, StopSignal, index_files
 from ragloom.loading.run import batches
 from ragloom.models import Document, Hit, MultiSearchResult, SearchResult
 from ragloom.retrieval.search import SEARCH_SETTINGS, Ranking, SearchOptions
+from ragloom.steps import SearchServices
 from ragloom.store import StoredDocument
 from ragloom.store.open import open_store
 
@@ -42,9 +43,13 @@ __all__ = ["DEFAULT_COLLECTION", "Index", "IndexReport", "embedding_text"]
 def _options(top_k: int = 5, **kwargs: Any) -> SearchOptions:
     """SearchOptions from `search`'s keywords (sequences made tuples). Fusion settings left
     out or None are marked unset: the collection's own defaults fill them in (`ragloom
-    tune --apply`), else the global ones (`ragloom.retrieval.fusion.DEFAULT_FUSION`)."""
+    tune --apply`), else the global ones (`ragloom.retrieval.fusion.DEFAULT_FUSION`). A
+    reranker spec or object given as `rerank` becomes this search's reranker."""
     unset = frozenset(k for k in SEARCH_SETTINGS if not kwargs.get(k) and kwargs.get(k) != 0)
     kwargs = {k: v for k, v in kwargs.items() if k not in unset}
+    rerank = kwargs.get("rerank")
+    if rerank is not None and not isinstance(rerank, bool):
+        kwargs["reranker"], kwargs["rerank"] = rerank, True
     for name in ("boosts", "prefer"):
         if name in kwargs:
             kwargs[name] = tuple(kwargs[name] or ())
@@ -108,6 +113,8 @@ class Index:
         create: bool = True,
         embedder: str | Embedder | None = "auto",
         read_only: bool = False,
+        llm: Any = None,
+        reranker: Any = None,
     ) -> None:
         """Open or create an index file.
 
@@ -117,16 +124,21 @@ class Index:
         "ollama:MODEL@URL" is used as given and must match a collection's stored vectors.
         Opening never contacts an embedding service. `read_only` opens for search only
         (a read-only file or folder is opened that way by itself).
+        `llm` (a spec such as "openai:MODEL@URL", default $RAGLOOM_LLM) and `reranker` (a
+        spec such as "onnx:FOLDER", default $RAGLOOM_RERANKER) serve the search steps that
+        need them (`expand`, `hops`, `rerank`); nothing is called unless a step is on.
         """
         self.models = Models(embedder)
         self.store = open_store(path, create=create, read_only=read_only)
         self.path = getattr(self.store, "path", self.store.location)
         self._ingest = Ingest(self.store, self.models)
-        self._searcher = Searcher(self.store, self.models)
+        self.services = SearchServices(llm, reranker)  # built on first use
+        self._searcher = Searcher(self.store, self.models, self.services)
 
     # -- lifecycle --------------------------------------------------------------------
     def close(self) -> None:
         """Close the file (finishing background merges first)."""
+        self.services.close()
         self.store.close()
 
     def __enter__(self) -> Index:
@@ -332,6 +344,12 @@ class Index:
         collection's own defaults (`configure(search=...)`, as `ragloom tune --apply` writes
         them), then the global ones. The result's `timings` hold each stage's milliseconds.
         An empty or punctuation-only query gives no hits.
+
+        Steps that need a service (docs/llm-steps.md): `expand` "llm" (LLM rephrasings,
+        searched together and merged by chunk; `max_variants`, `merge`) or "prf" (RM3
+        feedback on the lexical leg; `prf`); `rerank` True (the index's reranker) or a
+        reranker spec/object re-scores the best `rerank_depth` candidates; `hops` > 1 runs
+        the multi-hop loop; `llm` gives this search its own LLM.
         """
         return self.search_with(query, _options(top_k, **options), collection)
 

@@ -63,6 +63,8 @@ class Hit:
     dense_rank: int | None = None
     dense_score: float | None = None
     fused_score: float | None = None
+    rerank_score: float | None = None  # the reranker's relevance score, when one ran
+    hop: int | None = None  # multi-hop: the round that found this chunk
     tokens: int | None = None  # size of `text` in cl100k tokens, for prompt budgeting
     explain: dict[str, Any] | None = None
 
@@ -88,6 +90,8 @@ class Hit:
             "dense_rank": self.dense_rank,
             "dense_score": self.dense_score,
             "fused_score": self.fused_score,
+            "rerank_score": self.rerank_score,
+            "hop": self.hop,
             "tokens": self.tokens,
         }
 
@@ -101,7 +105,13 @@ class SearchResult(list):  # list[Hit]
     """
 
     def __init__(
-        self, hits: list[Hit], mode: str, degraded: bool = False, reason: str | None = None
+        self,
+        hits: list[Hit],
+        mode: str,
+        degraded: bool = False,
+        reason: str | None = None,
+        steps: dict[str, Any] | None = None,
+        total_tokens: int | None = None,
     ) -> None:
         super().__init__(hits)
         self.mode = mode
@@ -110,10 +120,26 @@ class SearchResult(list):  # list[Hit]
         self.timings: dict[str, float] | None = None  # ms per stage (ragloom.timing.STAGES)
         self.dense_floor: float | None = None  # the floor dense-only hits had to reach
         self.below_floor = 0  # fused candidates dropped by it (why fewer than k came back)
+        # What the service steps did: "expansion" (method, variants searched, fallback),
+        # "rerank" (model, candidates, degraded), "hops" (trace, stopped). Empty without them.
+        self.steps: dict[str, Any] = steps or {}
+        self.total_tokens = total_tokens  # sum of the hits' tokens (with_tokens)
+
+    @property
+    def variants(self) -> list[str] | None:
+        """The queries searched when the query was expanded."""
+        expansion = self.steps.get("expansion")
+        return list(expansion["variants"]) if expansion else None
+
+    @property
+    def trace(self) -> list[dict[str, Any]] | None:
+        """Multi-hop: one entry per hop (hop, query, new_chunk_ids, decision)."""
+        hops = self.steps.get("hops")
+        return list(hops["trace"]) if hops else None
 
     def to_dict(self) -> dict[str, Any]:
         extra = {"timings": self.timings} if self.timings is not None else {}
-        return {
+        out = {
             "mode": self.mode,
             "degraded": self.degraded,
             "reason": self.reason,
@@ -122,6 +148,9 @@ class SearchResult(list):  # list[Hit]
             "results": [h.to_dict() for h in self],
             **extra,
         }
+        if self.total_tokens is not None:
+            out["total_tokens"] = self.total_tokens
+        return {**out, **self.steps}
 
 
 @dataclass

@@ -97,6 +97,17 @@ def parse_service_spec(spec: str, providers: tuple[str, ...], help_text: str) ->
     return ServiceSpec(provider, model, base.rstrip("/"), options)
 
 
+def without_v1(base_url: str) -> str:
+    """An OpenAI-style base URL without its trailing `/v1` (paths add it)."""
+    base = base_url.rstrip("/")
+    return base[: -len("/v1")] if base.endswith("/v1") else base
+
+
+def bearer(api_key: str | None) -> dict[str, str]:
+    """The Authorization header for an API key (none without a key)."""
+    return {"Authorization": f"Bearer {api_key}"} if api_key else {}
+
+
 class RemoteService:
     """One remote service at `base_url`: JSON POSTs with timeouts, one retry, typed errors.
 

@@ -16,10 +16,11 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 
 # The stages a search reports, in pipeline order (a stage that did not run is left out):
-# query embedding, each leg, fusion and the controls after it (boosts, thresholds,
-# diversity), reranking, fetching the hits' chunk text and metadata, and `other`: what lies
-# outside them (query analysis, metadata filter evaluation, loading a collection on first use).
-STAGES = ("embed", "lexical", "dense", "fusion", "rerank", "hydrate", "other")
+# LLM query expansion, query embedding, each leg, fusion and the controls after it (boosts,
+# thresholds, diversity), reranking, the multi-hop LLM decisions, fetching the hits' chunk
+# text and metadata, and `other`: what lies outside them (query analysis, metadata filter
+# evaluation, loading a collection on first use).
+STAGES = ("expand", "embed", "lexical", "dense", "fusion", "rerank", "hops", "hydrate", "other")
 
 _active: ContextVar[StageTimer | None] = ContextVar("ragloom_stage_timer", default=None)
 

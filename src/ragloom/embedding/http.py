@@ -18,7 +18,7 @@ import numpy as np
 from ragloom.embedding.base import Embedder
 from ragloom.errors import EmbeddingError, EmbeddingOffline, EmbedFailed, InputError
 from ragloom.observe import embedding_failed
-from ragloom.remote import RemoteService, Timeouts
+from ragloom.remote import RemoteService, Timeouts, bearer, without_v1
 
 WHAT = "the embedding service"
 TIMEOUT_OPTIONS = (
@@ -73,14 +73,13 @@ class HttpEmbedder(Embedder):
         self.batch_size = batch_size
         self.dimension = int(dimension) if dimension is not None else None
         self.options = options  # kept in the collection's config to rebuild the embedder
-        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self.remote = RemoteService(
             self.base_url,
             EmbeddingOffline,
             EmbedFailed,
             WHAT,
             (timeouts or Timeouts()).with_options(self.options),
-            headers,
+            bearer(api_key),
         )
 
     def _request(self, texts: Sequence[str], interactive: bool) -> np.ndarray:
@@ -135,10 +134,8 @@ class OpenAIEmbedder(HttpEmbedder):
     path = "/v1/embeddings"
 
     def __init__(self, base_url: str, model: str, api_key: str | None = None, **kw: Any) -> None:
-        base = base_url.rstrip("/")
-        base = base[: -len("/v1")] if base.endswith("/v1") else base
         key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
-        super().__init__(base, model, api_key=key, **kw)
+        super().__init__(without_v1(base_url), model, api_key=key, **kw)
 
     def _request(self, texts: Sequence[str], interactive: bool) -> np.ndarray:
         def parse(body: Any) -> np.ndarray:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -118,6 +119,18 @@ class Models:
                     self._queries.pop(next(iter(self._queries)))
                 self._queries[key] = vector
         return vector
+
+    def remember_queries(self, embedder: Embedder, texts: Sequence[str]) -> None:
+        """Embed the queries not yet remembered in one call (query variants)."""
+        missing = [t for t in dict.fromkeys(texts) if (embedder.name, t) not in self._queries]
+        if not missing:
+            return
+        vectors = embedder.embed(missing)
+        with self._lock:
+            for text, vector in zip(missing, vectors):
+                if len(self._queries) >= QUERY_CACHE:
+                    self._queries.pop(next(iter(self._queries)))
+                self._queries[(embedder.name, text)] = vector
 
     def clear_queries(self) -> None:
         with self._lock:

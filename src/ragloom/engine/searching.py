@@ -9,20 +9,22 @@ and one embedding of the query per model.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from ragloom.config import CollectionConfig
 from ragloom.context import GROUNDING_INSTRUCTION, PackedContext, count_tokens, pack_context
+from ragloom.embedding import Embedder
 from ragloom.embedding.floors import dense_floor_of
 from ragloom.engine.models import Models, QueryVectors
 from ragloom.errors import InputError, NotFound, ReadInterrupted
 from ragloom.lexical import BM25Params
 from ragloom.models import Hit, MultiSearchResult, SearchGroup, SearchResult
 from ragloom.retrieval import pipeline
-from ragloom.retrieval.search import Ranking, SearchOptions, rank
-from ragloom.store.base import Snapshot, Store
+from ragloom.retrieval.search import Leg, Ranking, SearchOptions, rank
+from ragloom.store.base import CollectionReader, Snapshot, Store
 from ragloom.text import Tokenizer
 from ragloom.timing import StageTimer, timed
 
@@ -36,13 +38,29 @@ def _check_query(query: Any) -> str:
     return query
 
 
+@dataclass(frozen=True)
+class Legs:
+    """What `rank` needs from one collection of a snapshot."""
+
+    lexical: Leg
+    dense: Leg | None
+    metadata_of: Callable[[int], dict[str, Any]]
+    vectors_of: Callable[[Sequence[int]], np.ndarray] | None
+    reader: CollectionReader
+    embedder: Embedder | None
+    options: SearchOptions  # as applied: the search's, with the collection's defaults
+    dense_floor: float | None = None  # the model's floor for dense-only hits (embedding.floors)
+
+
 class Searcher:
     """Searches a store with the engine's models."""
 
-    def __init__(self, store: Store, models: Models) -> None:
+    def __init__(self, store: Store, models: Models, services: Any = None) -> None:
         self.store = store
         self.models = models
         self._tokenizers: dict[Any, Tokenizer] = {}
+        # The LLM and reranker of the service steps (`ragloom.steps.SearchServices`).
+        self.services = services
 
     def tokenizer(self, config: CollectionConfig) -> Tokenizer:
         tokenizer = self._tokenizers.get(config.tokenizer)
@@ -80,26 +98,46 @@ class Searcher:
         """Search one collection inside an open snapshot (timed stage by stage)."""
         timer = StageTimer()  # per-stage timings (ragloom.timing): the stages mark themselves
         with timer.running():
-            ranking = self.rank_in(snap, query, options, collection, vectors)
-            options = ranking.options or options
-            with timed("hydrate"):
-                rows = [c.row_id for c in ranking.candidates]
-                chunks = snap.chunks(rows)
-                missing = [r for r in rows if r not in chunks]
-                if missing:  # cannot happen within one snapshot; fail loudly, never drop hits
-                    raise RuntimeError(f"snapshot inconsistency: rows {missing[:5]} vanished")
-                explain = options if options.explain else None
-                hits = pipeline.hydrate(ranking.candidates, chunks, explain)
-                if options.with_tokens:
-                    for hit in hits:
-                        hit.tokens = count_tokens(hit.text)
-                if options.explain and hits:
-                    config = snap.collection(collection).config
-                    pipeline.explain_matches(hits, self.tokenizer(config), query)
-        result = SearchResult(hits, ranking.mode, ranking.degraded, ranking.reason)
+            if options.uses_services:  # expansion, rerank, multi-hop: ragloom.steps
+                from ragloom.steps import search_with_steps
+
+                result = search_with_steps(self, snap, query, options, collection, vectors)
+            else:
+                ranking = self.rank_in(snap, query, options, collection, vectors)
+                options = ranking.options or options
+                hits, total = self.hits_in(snap, query, collection, ranking.candidates, options)
+                result = SearchResult(
+                    hits, ranking.mode, ranking.degraded, ranking.reason, None, total
+                )
+                result.dense_floor, result.below_floor = ranking.floor, ranking.below_floor
         result.timings = timer.to_dict()
-        result.dense_floor, result.below_floor = ranking.floor, ranking.below_floor
         return result
+
+    def hits_in(
+        self,
+        snap: Snapshot,
+        query: str,
+        collection: str,
+        candidates: Sequence[Any],
+        options: SearchOptions,
+    ) -> tuple[list[Hit], int | None]:
+        """Hits of ranked candidates from the snapshot, with the query's matched terms when
+        explained, and token counts with their total when asked."""
+        with timed("hydrate"):
+            rows = [c.row_id for c in candidates]
+            chunks = snap.chunks(rows)
+            missing = [r for r in rows if r not in chunks]
+            if missing:  # cannot happen within one snapshot; fail loudly, never drop hits
+                raise RuntimeError(f"snapshot inconsistency: rows {missing[:5]} vanished")
+            hits = pipeline.hydrate(candidates, chunks, options if options.explain else None)
+            if options.explain and hits:
+                config = snap.collection(collection).config
+                pipeline.explain_matches(hits, self.tokenizer(config), query)
+            if not options.with_tokens:
+                return hits, None
+            for hit in hits:
+                hit.tokens = count_tokens(hit.text)
+            return hits, sum(hit.tokens or 0 for hit in hits)
 
     def rank(self, query: str, options: SearchOptions, collection: str) -> Ranking:
         _check_query(query)
@@ -116,10 +154,35 @@ class Searcher:
         vectors: QueryVectors,
     ) -> Ranking:
         """The ranked candidates (row ids with provenance) of one collection."""
+        legs = self.legs_in(snap, query, options, collection, vectors)
+        if legs is None:  # a new, empty index answers with no hits
+            return Ranking([], options.mode or "lexical")
+        ranking = rank(
+            query,
+            legs.options,
+            legs.lexical,
+            legs.dense,
+            legs.metadata_of,
+            legs.vectors_of,
+            legs.dense_floor,
+        )
+        ranking.options = legs.options
+        return self.note_pending(ranking, legs.reader)
+
+    def legs_in(
+        self,
+        snap: Snapshot,
+        query: str,
+        options: SearchOptions,
+        collection: str,
+        vectors: QueryVectors,
+    ) -> Legs | None:
+        """A collection's legs and lookups for `rank` (the legs take the query text, so
+        query variants reuse them). None for the default collection of a new index."""
         known = snap.collections()
         if collection not in known:
-            if collection == DEFAULT_COLLECTION:  # a new, empty index answers with no hits
-                return Ranking([], options.mode or "lexical")
+            if collection == DEFAULT_COLLECTION:
+                return None
             raise NotFound(
                 f"no collection {collection!r} in {self.store.location}",
                 f"known collections: {', '.join(sorted(known)) or 'none yet'}",
@@ -129,13 +192,19 @@ class Searcher:
         options = options.with_defaults(config.search)  # the collection's own (tuned) defaults
         stored_model = config.embedding
         embedder = self.models.for_collection(collection, stored_model, reader.size() > 0)
-        terms = self.tokenizer(config).terms(query)
+        tokenizer = self.tokenizer(config)
+        terms = tokenizer.terms(query)
         bm25 = options.bm25 or config.bm25
         node, key = options.filter_node, options.filter_key
 
-        def lexical(_: str, depth: int) -> tuple[np.ndarray, np.ndarray]:
+        def lexical(text: str, depth: int) -> tuple[np.ndarray, np.ndarray]:
+            words = terms if text == query else tokenizer.terms(text)
             with timed("lexical"):
-                return reader.lexical(terms, depth, bm25, node, key)
+                if options.expand == "prf":
+                    from ragloom.steps import prf_leg
+
+                    return prf_leg(snap, reader, tokenizer, config, words, depth, bm25, options)
+                return reader.lexical(words, depth, bm25, node, key)
 
         def dense(text: str, depth: int) -> tuple[np.ndarray, np.ndarray]:
             with timed("dense"):
@@ -151,15 +220,20 @@ class Searcher:
             return found
 
         has_dense = bool(stored_model) and embedder is not None
-        ranking = rank(
-            query,
-            options,
+        return Legs(
             lexical,
             dense if has_dense else None,
             metadata_of,
             reader.vectors if stored_model else None,
+            reader,
+            embedder if has_dense else None,
+            options,
             dense_floor_of(stored_model),
         )
+
+    @staticmethod
+    def note_pending(ranking: Ranking, reader: CollectionReader) -> Ranking:
+        """Mark a ranking that used vectors while some chunks still wait for theirs."""
         if ranking.mode != "lexical":
             waiting = reader.pending()
             if waiting:
@@ -169,7 +243,6 @@ class Searcher:
                 )
                 ranking.degraded = True
                 ranking.reason = f"{ranking.reason}; {note}" if ranking.reason else note
-        ranking.options = options
         return ranking
 
     def lexical_rows(

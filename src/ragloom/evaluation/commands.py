@@ -98,8 +98,9 @@ def _metric(value: float | None) -> str:
 def print_suite(result: SuiteResult) -> None:
     """The metrics table of an `eval` run."""
     built = "reused" if result.reused else f"built in {result.build_seconds:.1f} s"
+    expanded = f", lexical leg with {result.expand.upper()}" if result.expand else ""
     table = Table(
-        title=f"{result.dataset} ({result.split}, {result.queries} queries, "
+        title=f"{result.dataset}{expanded} ({result.split}, {result.queries} queries, "
         f"{result.documents} documents; index {built}; {result.total_seconds:.1f} s in all)"
     )
     for column in ("setting", "nDCG@10", "Recall@100", "MRR@10", "search ms/query"):
@@ -129,6 +130,11 @@ def print_suite(result: SuiteResult) -> None:
     type=click.Path(dir_okay=False),
     help="Write a self-contained HTML page with the table and plots (needs ragloom[report]).",
 )
+@click.option(
+    "--expand",
+    type=click.Choice(["prf"]),
+    help="prf: every setting with RM3 pseudo-relevance feedback on the lexical leg.",
+)
 @click.pass_context
 def eval_cmd(
     ctx: click.Context,
@@ -136,6 +142,7 @@ def eval_cmd(
     modes: str,
     single_mode: str | None,
     report_path: str | None,
+    expand: str | None,
     **p: Any,
 ) -> None:
     """Score retrieval on a BEIR-layout collection (corpus.jsonl, queries.jsonl, qrels/):
@@ -156,6 +163,7 @@ def eval_cmd(
             p["keep_self_hits"],
             sweep=bool(report_path),
             on_progress=_reporter(update),
+            expand=expand,
         )
     if report_path:
         from ragloom.evaluation.report import write_report

@@ -40,6 +40,7 @@ class LegCache:
     collection: str
     dense: bool  # whether the collection has vectors to search
     depth: int = DEPTH
+    expand: str | None = None  # "prf": the lexical leg with RM3 feedback (ragloom.steps)
     seconds: dict[str, float] = field(default_factory=lambda: {LEXICAL: 0.0, DENSE: 0.0})
     fetched: dict[str, int] = field(default_factory=lambda: {LEXICAL: 0, DENSE: 0})
     _lists: dict[str, dict[str, _List]] = field(default_factory=lambda: {LEXICAL: {}, DENSE: {}})
@@ -60,7 +61,8 @@ class LegCache:
 
     def _fetch(self, kind: str, query: str, depth: int) -> _List:
         started = time.perf_counter()
-        options = SearchOptions(mode=kind, top_k=depth, candidates=depth)
+        expand = self.expand if kind == LEXICAL else None
+        options = SearchOptions(mode=kind, top_k=depth, candidates=depth, expand=expand)
         found = self.index.rank(query, options, self.collection).candidates
         self.seconds[kind] += time.perf_counter() - started
         self.fetched[kind] += 1

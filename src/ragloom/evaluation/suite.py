@@ -192,6 +192,7 @@ class SuiteResult:
     scored: list[Scored]
     sweep: list[SweepPoint] = field(default_factory=list)
     total_seconds: float = 0.0
+    expand: str | None = None  # "prf": every setting's lexical leg had RM3 feedback
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -201,6 +202,7 @@ class SuiteResult:
             "documents": self.documents,
             "chunks": self.chunks,
             "embedder": self.embedder,
+            "expand": self.expand,
             "index_seconds": round(self.build_seconds, 3),
             "index_reused": self.reused,
             "legs_seconds": {k: round(v, 3) for k, v in self.legs_seconds.items()},
@@ -232,8 +234,10 @@ def run_suite(
     keep_self_hits: bool = False,
     sweep: bool = False,
     on_progress: Callable[[str, int, int], None] | None = None,
+    expand: str | None = None,
 ) -> SuiteResult:
-    """Build or reuse the index once, fetch the legs once, score every asked-for setting."""
+    """Build or reuse the index once, fetch the legs once, score every asked-for setting.
+    `expand="prf"` scores them with RM3 feedback on the lexical leg (docs/llm-steps.md)."""
     started = time.perf_counter()
     dataset = load_beir(folder, split)
     needs_vectors = bool(set(modes) - {"lexical"})
@@ -247,7 +251,7 @@ def run_suite(
         index = prepared.index
         counts = index.stats()["collections"][EVAL_COLLECTION]
         settings = settings_for(modes, counts["vectors"] > 0)
-        cache = LegCache(index, EVAL_COLLECTION, dense=needs_vectors)
+        cache = LegCache(index, EVAL_COLLECTION, dense=needs_vectors, expand=expand)
         done = 0
 
         def query_done() -> None:
@@ -273,6 +277,7 @@ def run_suite(
         scored=scored,
         sweep=points,
         total_seconds=time.perf_counter() - started,
+        expand=expand,
     )
 
 

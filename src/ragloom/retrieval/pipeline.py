@@ -32,6 +32,11 @@ class Candidate:
     metadata_score: float | None = None  # share of `prefer` rules matched (weighted fusion)
     boosts: tuple[tuple[str, float], ...] = ()  # (label, factor) of each boost applied
     diversity: tuple[str, ...] = ()  # what diversity stages decided about this candidate
+    variants: tuple[tuple[int, int], ...] = ()  # (query variant, rank in its ranking)
+    hop: int | None = None  # the multi-hop round that first found this chunk
+    rerank_score: float | None = None  # the reranker's relevance score
+    reranked_by: str | None = None  # the reranker's name
+    rank_before_rerank: int | None = None
 
 
 def leg_candidates(
@@ -98,10 +103,22 @@ def explanation(cand: Candidate, options: Any) -> dict[str, Any]:
     boost = 1.0
     for _, factor in cand.boosts:
         boost *= factor
+    steps: dict[str, Any] = {}
+    if cand.variants:
+        steps["variants"] = [{"variant": v, "rank": r} for v, r in cand.variants]
+    if cand.hop is not None:
+        steps["hop"] = cand.hop
+    if cand.reranked_by is not None:
+        steps["rerank"] = {
+            "model": cand.reranked_by,
+            "score": cand.rerank_score,
+            "rank_before": cand.rank_before_rerank,
+        }
     return {
         "match": cand.match,
         "legs": legs,
         "fusion": fusion,
+        **steps,
         "boosts": [{"rule": label, "factor": factor} for label, factor in cand.boosts],
         "boost_factor": boost,
         "diversity": list(cand.diversity),
@@ -140,6 +157,8 @@ def hydrate(
                 dense_rank=cand.dense_rank,
                 dense_score=cand.dense_score,
                 fused_score=cand.fused_score,
+                rerank_score=cand.rerank_score,
+                hop=cand.hop,
                 explain=explanation(cand, explain) if explain is not None else None,
             )
         )

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from ragloom.errors import EmbeddingError, InputError, NeedsVectors, worded
+from ragloom.expansion.rm3 import PRFParams
 from ragloom.lexical import BM25Params
 from ragloom.retrieval import controls, fusion, pipeline
 from ragloom.retrieval.controls import MISSING_POLICIES, BoostRule, MetadataOf
@@ -26,6 +27,7 @@ from ragloom.retrieval.filters import (
 )
 from ragloom.retrieval.fusion import DEFAULT_FUSION, DEFAULT_NORMALIZATION
 from ragloom.retrieval.pipeline import DENSE, LEXICAL, Candidate
+from ragloom.retrieval.variants import MERGES
 from ragloom.timing import timed
 
 MODES = ("lexical", "dense", "hybrid")
@@ -40,7 +42,10 @@ SEARCH_SETTINGS = (
     "min_dense_similarity",
 )
 FUSION_SETTINGS = ("rrf_k", "weights", "normalization")
+EXPANSIONS = ("llm", "prf")
 MAX_TOP_K = 10_000
+MAX_HOPS = 5
+MAX_VARIANTS = 8
 
 Leg = Callable[[str, int], tuple[np.ndarray, np.ndarray]]
 
@@ -58,6 +63,13 @@ class SearchOptions:
 
     `mode=None` means hybrid when the collection has vectors, lexical otherwise.
     `strict` turns a failed query embedding into an error instead of a degraded answer.
+
+    The steps that need a service (see `ragloom.retrieval.flow`): `expand` "llm" searches
+    the query and up to `max_variants - 1` LLM rephrasings and merges them by chunk
+    (`merge` "rrf" or "best"); `expand` "prf" expands the lexical leg with RM3 feedback
+    (`prf` settings); `rerank` re-scores the best `rerank_depth` candidates (at least
+    `top_k`); `hops` > 1 asks the LLM whether the hits suffice and retrieves its follow-up
+    query, up to `hops` rounds. `strict` makes any of them fail loudly too.
     """
 
     top_k: int = 5
@@ -80,6 +92,15 @@ class SearchOptions:
     # Settings the caller left unset, which a collection's own defaults may fill in
     # (`with_defaults`); `Index.search` fills this in, options built directly leave it empty.
     unset: frozenset[str] = field(default=frozenset(), repr=False, compare=False)
+    expand: str | None = None
+    max_variants: int = 5
+    merge: str = "rrf"
+    prf: PRFParams = field(default_factory=PRFParams)
+    rerank: bool = False
+    rerank_depth: int = 30
+    hops: int = 1
+    llm: Any = field(default=None, repr=False, compare=False)  # this search's own LLM
+    reranker: Any = field(default=None, repr=False, compare=False)  # its own reranker
     predicate: Predicate | None = field(default=None, init=False, repr=False, compare=False)
     filter_node: FilterNode | None = field(default=None, init=False, repr=False, compare=False)
     filter_key: str | None = field(default=None, init=False, repr=False, compare=False)
@@ -114,6 +135,15 @@ class SearchOptions:
         if not isinstance(self.prefer, Sequence) or isinstance(self.prefer, (str, bytes)):
             raise InputError("prefer must be a list of filters")
         object.__setattr__(self, "preferences", tuple(compile_filter(f) for f in self.prefer))
+        if self.expand is not None and self.expand not in EXPANSIONS:
+            raise InputError(f"unknown expansion {self.expand!r}", "use llm or prf")
+        _positive_int("max_variants", self.max_variants, MAX_VARIANTS)
+        if self.merge not in MERGES:
+            raise InputError(f"unknown variant merge {self.merge!r}", "use rrf or best")
+        if not isinstance(self.prf, PRFParams):
+            raise InputError("prf must be a PRFParams")
+        _positive_int("rerank_depth", self.rerank_depth, MAX_TOP_K)
+        _positive_int("hops", self.hops, MAX_HOPS)
         caps, mmr, missing = parse_diversity(self.diversity)
         object.__setattr__(self, "caps", caps)
         object.__setattr__(self, "mmr_lambda", mmr)
@@ -136,7 +166,23 @@ class SearchOptions:
     @property
     def reorders(self) -> bool:
         """True when stages after fusion may reorder or drop hits (so legs fetch deeper)."""
-        return bool(self.boost_rules or self.caps or self.mmr_lambda is not None)
+        return bool(
+            self.boost_rules
+            or self.caps
+            or self.mmr_lambda is not None
+            or self.rerank
+            or self.expand == "llm"
+        )
+
+    @property
+    def pool_depth(self) -> int:
+        """How many fused candidates the legs must supply when later stages reorder."""
+        return max(self.candidates, self.top_k, self.rerank_depth if self.rerank else 0)
+
+    @property
+    def uses_services(self) -> bool:
+        """True when a step beyond the legs runs: LLM expansion, PRF, rerank or hops."""
+        return self.expand is not None or self.rerank or self.hops > 1
 
 
 def parse_diversity(
@@ -204,6 +250,22 @@ def rank(
     `vectors_of` serves MMR. `dense_floor` is the model's floor for dense-only hits, used
     when the options give none (`min_dense_similarity=None`).
     """
+    ranking = fuse_legs(query, options, lexical, dense, metadata_of, dense_floor)
+    with timed("fusion"):
+        ranking.candidates = refine(ranking.candidates, options, metadata_of, vectors_of)
+    return ranking
+
+
+def fuse_legs(
+    query: str,
+    options: SearchOptions,
+    lexical: Leg,
+    dense: Leg | None,
+    metadata_of: MetadataOf | None = None,
+    dense_floor: float | None = None,
+) -> Ranking:
+    """The legs and their fusion (with the weak dense-only hits dropped: below the options'
+    floor, else the model's `dense_floor`), before `refine`."""
     mode = options.mode or ("hybrid" if dense is not None else "lexical")
     if mode != "lexical" and dense is None:
         raise NeedsVectors(
@@ -213,7 +275,7 @@ def rank(
     if not query.strip():  # nothing asked: no leg has anything to match (dense would rank
         return Ranking([], mode)  # every chunk at cosine 0.0)
     deep = mode == "hybrid" or options.reorders
-    depth = max(options.candidates, options.top_k) if deep else options.top_k
+    depth = options.pool_depth if deep else options.top_k
     degraded, reason = False, None
     floor, below = None, 0
     if mode == "dense":
@@ -249,9 +311,7 @@ def rank(
                     fused = len(ranked)
                     ranked = pipeline.drop_weak_dense_only(ranked, floor)
                     below = fused - len(ranked)
-    with timed("fusion"):
-        refined = _refine(ranked, options, metadata_of, vectors_of)
-    return Ranking(refined, mode, degraded, reason, floor=floor, below_floor=below)
+    return Ranking(ranked, mode, degraded, reason, floor=floor, below_floor=below)
 
 
 def _preference_scorer(
@@ -264,7 +324,7 @@ def _preference_scorer(
     return lambda row: sum(rule(metadata_of(row)) for rule in rules) / len(rules)
 
 
-def _refine(
+def refine(
     candidates: list[Candidate],
     options: SearchOptions,
     metadata_of: MetadataOf | None,
@@ -289,7 +349,7 @@ def _refine(
                 "MMR diversity needs vectors, and this collection has none",
                 hints=worded("give it vectors with {reembed}, or leave out mmr"),
             )
-        pool = candidates[: max(options.candidates, options.top_k)]
+        pool = candidates[: options.pool_depth]
         vectors = vectors_of([c.row_id for c in pool])
         return controls.maximal_marginal_relevance(pool, vectors, options.top_k, options.mmr_lambda)
     return pipeline.top_k(candidates, options.top_k)

@@ -17,6 +17,7 @@ import numpy as np
 
 from ragloom.lexical import topk
 from ragloom.lexical.bm25 import BM25Params, bm25_idf
+from ragloom.lexical.weighted import weighted_search
 from ragloom.retrieval.filters import FilterNode
 from ragloom.segments.segment import Segment
 from ragloom.topn import best_first
@@ -319,9 +320,30 @@ class CollectionView:
         """BM25 top k (rows, scores) over live chunks passing the filter, exactly."""
         if k <= 0 or not terms or not self.n_live:
             return _NO_DOCS, np.zeros(0, np.float64)
-        stats = topk.Stats({t: bm25_idf(self.df(t), self.n_live) for t in set(terms)}, self.avgdl)
-        targets = [topk.Target(p.segment, p.eligible(where, where_key)) for p in self.parts]
+        targets, stats = self._scoring(terms, where, where_key)
         return topk.search(targets, terms, k, stats, params)
+
+    def _scoring(
+        self, terms: Sequence[int], where: FilterNode | None, where_key: str | None
+    ) -> tuple[list[topk.Target], topk.Stats]:
+        """The segments to score (live, filtered) and this version's BM25 statistics."""
+        stats = topk.Stats({t: bm25_idf(self.df(t), self.n_live) for t in set(terms)}, self.avgdl)
+        return [topk.Target(p.segment, p.eligible(where, where_key)) for p in self.parts], stats
+
+    def lexical_weighted(
+        self,
+        terms: Sequence[int],
+        weights: Sequence[float],
+        k: int,
+        params: BM25Params,
+        where: FilterNode | None = None,
+        where_key: str | None = None,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """BM25 with a weight per query term (PRF-expanded queries), scored exhaustively."""
+        if k <= 0 or not terms or not self.n_live:
+            return _NO_DOCS, np.zeros(0, np.float64)
+        targets, stats = self._scoring(terms, where, where_key)
+        return weighted_search(targets, terms, weights, k, stats, params)
 
     def dense(
         self,

@@ -31,7 +31,7 @@ INDEX_JOBS = 2  # concurrent /index jobs; the rest queue without taking query th
 
 def create_app(settings: ServerSettings) -> FastAPI:
     """Build the sidecar app for one configuration (the index opens at startup)."""
-    holder = IndexHolder(settings.index_path, settings.embedder)
+    holder = IndexHolder(settings.index_path, settings.embedder, settings.llm, settings.reranker)
     worker = BatchWorker(threads=QUERY_THREADS)
     metrics = ServerMetrics(holder)
     jobs = IndexJobs(INDEX_JOBS, settings.index_timeout)

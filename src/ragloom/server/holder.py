@@ -12,9 +12,16 @@ from ragloom.index import Index
 class IndexHolder:
     """Owns the shared, thread-safe Index; retries opening it while it is unavailable."""
 
-    def __init__(self, path: Path, embedder: str | None = "auto") -> None:
+    def __init__(
+        self,
+        path: Path,
+        embedder: str | None = "auto",
+        llm: str | None = None,
+        reranker: str | None = None,
+    ) -> None:
         self.path = path
         self.embedder = embedder
+        self.llm, self.reranker = llm, reranker
         self._index: Index | None = None
         self._lock = threading.Lock()
         self.error: StoreError | None = None
@@ -27,7 +34,13 @@ class IndexHolder:
         with self._lock:
             if self._index is None:
                 try:
-                    self._index = Index(self.path, create=True, embedder=self.embedder)
+                    self._index = Index(
+                        self.path,
+                        create=True,
+                        embedder=self.embedder,
+                        llm=self.llm,
+                        reranker=self.reranker,
+                    )
                     self.error = None
                 except StoreError as exc:
                     self.error = exc

@@ -59,7 +59,7 @@ def _errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
         404: "Unknown document or collection",
         403: "Path outside the allowed roots",
         409: "The collection cannot serve this (no vectors, or another model's vectors)",
-        502: "The embedding service answered badly (embed_failed)",
+        502: "A service answered badly (embed_failed; with strict: llm_failed, rerank_failed)",
         504: "The indexing job ran past its time limit (timeout)",
     }
     out = dict(_ERRORS)
@@ -166,6 +166,9 @@ def _search_once(
         public = _public(hits, roots)
         packed = reader.pack([(None, public)], body.budget) if body.budget else None
     answer: dict[str, Any] = {"ok": True, "results": [hit.to_dict() for hit in public]}
+    answer.update(hits.steps)
+    if hits.total_tokens is not None:
+        answer["total_tokens"] = hits.total_tokens
     if packed is not None:
         answer.update(_packed(packed))
     else:

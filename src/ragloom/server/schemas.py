@@ -216,7 +216,27 @@ class SearchControls(_Strict):
     boosts: list[BoostIn] = Field(default_factory=list, max_length=50)
     diversity: DiversityIn | None = None
     prefer: list[Filter] = Field(default_factory=list, max_length=50)
-    strict: bool = Field(False, description="Fail (502/503) instead of answering from BM25.")
+    strict: bool = Field(
+        False,
+        description="Fail (502/503) instead of answering degraded (BM25 alone, expansion, "
+        "rerank or hops skipped).",
+    )
+    expand: Literal["llm", "prf"] | None = Field(
+        None,
+        description="llm: search the query and LLM rephrasings together (needs the server's "
+        "--llm); prf: RM3 pseudo-relevance feedback on the lexical leg.",
+    )
+    max_variants: Annotated[int, BeforeValidator(_integral)] = Field(
+        5, ge=2, le=8, description="Queries searched with expand=llm, the original included."
+    )
+    merge: Literal["rrf", "best"] = Field("rrf", description="How variants' rankings merge.")
+    rerank: bool = Field(False, description="Rerank with the server's --rerank reranker.")
+    rerank_depth: Annotated[int, BeforeValidator(_integral)] = Field(
+        30, ge=1, le=200, description="How many fused candidates the reranker scores."
+    )
+    hops: Annotated[int, BeforeValidator(_integral)] = Field(
+        1, ge=1, le=5, description="Multi-hop: up to this many retrieval rounds (needs --llm)."
+    )
 
     def search_kwargs(self) -> dict[str, Any]:
         """Keywords for `Index.search`."""
@@ -242,6 +262,12 @@ class SearchControls(_Strict):
             "diversity": diversity,
             "prefer": list(self.prefer),
             "strict": self.strict,
+            "expand": self.expand,
+            "max_variants": self.max_variants,
+            "merge": self.merge,
+            "rerank": self.rerank,
+            "rerank_depth": self.rerank_depth,
+            "hops": self.hops,
         }
 
 
@@ -361,6 +387,8 @@ class QueryHit(BaseModel):
     dense_rank: int | None = None
     dense_score: float | None = None
     fused_score: float | None = None
+    rerank_score: float | None = Field(None, description="The reranker's score, when one ran.")
+    hop: int | None = Field(None, description="Multi-hop: the round that found this chunk.")
     tokens: int | None = Field(None, description="Size of the chunk in tokens, for budgeting.")
     explain: dict[str, Any] | None = None
 
@@ -402,12 +430,24 @@ class QueryResponse(BaseModel):
     passages: list[Passage] | None = None
     groups: list[QueryGroup] | None = None
     mode: str | None = Field(None, description="lexical, dense or hybrid")
-    degraded: bool | None = Field(None, description="True when a leg failed (e.g. embedding)")
+    degraded: bool | None = Field(
+        None, description="True when a leg or step failed (embedding, LLM, reranker)"
+    )
     reason: str | None = None
     timings: dict[str, float] | None = Field(
         None,
-        description="Milliseconds per search stage (embed, lexical, dense, fusion, rerank,"
-        " hydrate, other) and total; per group for multi-collection queries.",
+        description="Milliseconds per search stage (expand, embed, lexical, dense, fusion,"
+        " rerank, hops, hydrate, other) and total; per group for multi-collection queries.",
+    )
+    total_tokens: int | None = Field(None, description="Tokens of all results (with tokens).")
+    expansion: dict[str, Any] | None = Field(
+        None, description="expand: method, variants searched, fallback (and its reason)."
+    )
+    rerank: dict[str, Any] | None = Field(
+        None, description="The reranker's name, candidates scored, degraded (and reason)."
+    )
+    hops: dict[str, Any] | None = Field(
+        None, description="Multi-hop trace (hop, query, new_chunk_ids, decision) and stopped."
     )
     dense_floor: float | None = Field(
         None, description="The cosine dense-only hits had to reach (null: no floor applied)."

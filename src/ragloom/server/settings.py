@@ -33,6 +33,8 @@ class ServerSettings:
     max_file_size: int = DEFAULT_MAX_FILE_SIZE
     read_timeout: float = DEFAULT_READ_TIMEOUT
     index_timeout: float = DEFAULT_INDEX_TIMEOUT
+    llm: str | None = None  # as `Index(llm=...)`: openai:MODEL@URL, ollama:...; $RAGLOOM_LLM
+    reranker: str | None = None  # as `Index(reranker=...)`: onnx:FOLDER, tei:..., llm, ...
 
     @classmethod
     def build(
@@ -42,6 +44,8 @@ class ServerSettings:
         token: str | None = None,
         max_body: int = DEFAULT_MAX_BODY,
         embedder: str | None = "auto",
+        llm: str | None = None,
+        reranker: str | None = None,
         **limits: object,
     ) -> ServerSettings:
         """Validate and normalise: roots become real (symlink-free) folder paths.
@@ -66,6 +70,10 @@ class ServerSettings:
             raise InputError("--max-file-size must be 0 (no limit) or a positive size")
         hosts = tuple(str(h).strip().lower() for h in limits.pop("allowed_hosts", ()) or ())
         roots_found = tuple(dict.fromkeys(real_roots))
+        if llm:
+            from ragloom.llm.client import check_llm_spec
+
+            check_llm_spec(llm)
         where = index_path if is_url(index_path) else Path(index_path)
         return cls(
             where,
@@ -73,6 +81,8 @@ class ServerSettings:
             token or None,
             max_body,
             embedder,
+            llm=llm,
+            reranker=reranker,
             allowed_hosts=hosts,
             **{k: v for k, v in limits.items() if v is not None},  # type: ignore[arg-type]
         )

@@ -45,6 +45,22 @@ class CollectionReader(ABC):
         """BM25 top k (chunk row ids, scores) over live chunks passing `where`; `terms` are the
         query's index terms in order, repeats kept."""
 
+    def lexical_weighted(
+        self,
+        terms: Sequence[str],
+        weights: Sequence[float],
+        k: int,
+        params: BM25Params,
+        where: FilterNode | None = None,
+        where_key: str | None = None,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """BM25 top k with a weight per distinct query term (PRF-expanded queries)."""
+        raise NotImplementedError("this store cannot weight query terms (PRF expansion)")
+
+    def document_frequencies(self, terms: Sequence[str]) -> tuple[dict[str, int], int]:
+        """(live chunks containing each known term, live chunks in all): PRF statistics."""
+        raise NotImplementedError("this store cannot report term statistics (PRF expansion)")
+
     @abstractmethod
     def dense(
         self,

@@ -39,13 +39,21 @@ def filter_sql(reader: Any, node: FilterNode | None) -> sql.Composable | None:
 
 
 def lexical(
-    reader: Any, terms: Sequence[str], k: int, params: BM25Params, where: FilterNode | None
+    reader: Any,
+    terms: Sequence[str],
+    k: int,
+    params: BM25Params,
+    where: FilterNode | None,
+    term_weights: Sequence[float] | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """BM25 top k (row ids, scores) over live chunks passing `where`."""
+    """BM25 top k (row ids, scores) over live chunks passing `where`; `term_weights` (one per
+    term, as PRF-expanded queries give them) scale each term's contribution."""
     row = reader.row
     if k <= 0 or not terms or not row.chunks:
         return _NONE
-    counts = Counter(terms)
+    counts: Counter[str] = Counter()
+    for i, term in enumerate(terms):
+        counts[term] += 1.0 if term_weights is None else float(term_weights[i])
     found = reader.conn.execute(
         "SELECT term, df FROM term_stats WHERE collection_id = %s AND term = ANY(%s) AND df > 0",
         (row.id, list(counts)),
@@ -85,6 +93,15 @@ def lexical(
     rows = np.array([r[0] for r in records], np.int64)
     scores = np.array([r[1] for r in records], np.float64)
     return rows, scores
+
+
+def document_frequencies(reader: Any, terms: Sequence[str]) -> tuple[dict[str, int], int]:
+    """(live chunks containing each term that any contains, live chunks in all)."""
+    found = reader.conn.execute(
+        "SELECT term, df FROM term_stats WHERE collection_id = %s AND term = ANY(%s) AND df > 0",
+        (reader.row.id, list(set(terms))),
+    ).fetchall()
+    return {t: int(df) for t, df in found}, reader.row.chunks
 
 
 def _dimension(reader: Any) -> int | None:

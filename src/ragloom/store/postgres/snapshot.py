@@ -68,6 +68,20 @@ class PostgresCollection(CollectionReader):
     ) -> tuple[np.ndarray, np.ndarray]:
         return legs.lexical(self, terms, k, params, where)
 
+    def lexical_weighted(
+        self,
+        terms: Sequence[str],
+        weights: Sequence[float],
+        k: int,
+        params: BM25Params,
+        where: FilterNode | None = None,
+        where_key: str | None = None,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        return legs.lexical(self, terms, k, params, where, weights)
+
+    def document_frequencies(self, terms: Sequence[str]) -> tuple[dict[str, int], int]:
+        return legs.document_frequencies(self, terms)
+
     def dense(
         self,
         vector: np.ndarray,

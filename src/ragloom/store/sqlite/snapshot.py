@@ -41,6 +41,24 @@ class SQLiteCollection(CollectionReader):
         ids = self.snapshot.term_ids(terms)
         return self.view.lexical(ids, k, params, where, where_key)
 
+    def lexical_weighted(
+        self,
+        terms: Sequence[str],
+        weights: Sequence[float],
+        k: int,
+        params: BM25Params,
+        where: FilterNode | None = None,
+        where_key: str | None = None,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        vocab = self.snapshot.term_id_map(terms)
+        known = [(vocab[t], w) for t, w in zip(terms, weights) if t in vocab]
+        ids, kept = [i for i, _ in known], [w for _, w in known]
+        return self.view.lexical_weighted(ids, kept, k, params, where, where_key)
+
+    def document_frequencies(self, terms: Sequence[str]) -> tuple[dict[str, int], int]:
+        vocab = self.snapshot.term_id_map(terms)
+        return {t: self.view.df(i) for t, i in vocab.items()}, self.view.n_live
+
     def dense(
         self,
         vector: np.ndarray,
@@ -123,6 +141,10 @@ class SQLiteSnapshot(Snapshot):
         view = self.store.view_at(self.conn, row, self.generation)
         reader = self._readers[name] = SQLiteCollection(self, row, view)
         return reader
+
+    def term_id_map(self, terms: Sequence[str]) -> dict[str, int]:
+        """term -> id for the terms the vocabulary knows."""
+        return self.store.terms.lookup(self.conn, set(terms))
 
     def term_ids(self, terms: Sequence[str]) -> list[int]:
         """Ids of the terms the vocabulary knows, in order (unknown terms are left out)."""

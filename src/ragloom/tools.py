@@ -1,0 +1,286 @@
+"""Retrieval as a tool for LLMs: `search`, `get_document` and `context`, as an OpenAI
+function-calling schema plus a dispatcher an app's tool loop calls (the MCP server,
+`ragloom mcp`, exposes the same three tools).
+
+    tools = ragloom.tools.Toolbox(index)
+    reply = client.chat.completions.create(model=..., messages=messages, tools=tools.schemas)
+    messages += tools.answer(reply.choices[0].message.tool_calls)  # one tool message each
+
+`run_tool_loop` drives a whole exchange with a cap on tool rounds, so a model that keeps
+calling tools still ends with an answer.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from ragloom.errors import InputError, RagloomError
+
+MAX_TOP_K = 50
+MAX_DOCUMENT_CHARS = 20_000
+
+_FILTERS = {
+    "type": "object",
+    "description": 'Metadata filter, e.g. {"chapter": {"$gte": 3}} or '
+    '{"tags": {"$overlap": ["x"]}}.',
+}
+_COLLECTIONS = {
+    "type": "array",
+    "items": {"type": "string"},
+    "description": "Collections to search together (default: the index's default collection).",
+}
+_TOP_K = {
+    "type": "integer",
+    "minimum": 1,
+    "maximum": MAX_TOP_K,
+    "description": "How many passages.",
+}
+
+SCHEMAS: list[dict[str, Any]] = [
+    {
+        "type": "function",
+        "function": {
+            "name": "search",
+            "description": "Search the user's indexed material; returns the best passages with "
+            "their ids, sources, scores and token counts.",
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "query": {"type": "string", "description": "What to look for."},
+                    "top_k": {**_TOP_K, "default": 5},
+                    "collections": _COLLECTIONS,
+                    "filters": _FILTERS,
+                },
+                "required": ["query"],
+                "additionalProperties": False,
+            },
+        },
+    },
+    {
+        "type": "function",
+        "function": {
+            "name": "get_document",
+            "description": "The full text of one document (a search hit's document_id), or a "
+            "character range of it.",
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "document_id": {"type": "string"},
+                    "collection": {"type": "string", "description": "Default: default."},
+                    "start": {"type": "integer", "minimum": 0, "description": "First character."},
+                    "end": {"type": "integer", "minimum": 0, "description": "End character."},
+                },
+                "required": ["document_id"],
+                "additionalProperties": False,
+            },
+        },
+    },
+    {
+        "type": "function",
+        "function": {
+            "name": "context",
+            "description": "Numbered, cited passages for a question, ready to answer from, "
+            "within a token budget.",
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "query": {"type": "string"},
+                    "top_k": {**_TOP_K, "default": 5},
+                    "collections": _COLLECTIONS,
+                    "filters": _FILTERS,
+                    "budget": {"type": "integer", "minimum": 1, "description": "Max tokens."},
+                },
+                "required": ["query"],
+                "additionalProperties": False,
+            },
+        },
+    },
+]
+TOOL_NAMES = tuple(s["function"]["name"] for s in SCHEMAS)
+
+
+def _check(name: str, args: Mapping[str, Any]) -> None:
+    """Arguments against the tool's schema: required, known, of the right JSON type."""
+    params = next(s["function"]["parameters"] for s in SCHEMAS if s["function"]["name"] == name)
+    unknown = set(args) - set(params["properties"])
+    if unknown:
+        raise InputError(f"{name}: unknown argument(s) {', '.join(sorted(unknown))}")
+    for key in params["required"]:
+        if key not in args:
+            raise InputError(f"{name}: missing argument {key!r}")
+    kinds = {"string": str, "integer": int, "object": dict, "array": list}
+    for key, value in args.items():
+        spec = params["properties"][key]
+        kind = kinds[spec["type"]]
+        if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+            raise InputError(f"{name}: {key} must be a JSON {spec['type']}")
+        if kind is int and not spec.get("minimum", 0) <= value <= spec.get("maximum", 2**62):
+            raise InputError(f"{name}: {key}={value} is out of range")
+        if kind is list and not all(isinstance(item, str) for item in value):
+            raise InputError(f"{name}: {key} must list strings")
+
+
+class Toolbox:
+    """The three tools over one index. `defaults` (e.g. `{"collection": "docs"}` or search
+    steps such as `{"rerank": True}`) apply to every search the tools run."""
+
+    def __init__(self, index: Any, **defaults: Any) -> None:
+        self.index = index
+        self.defaults = defaults
+        self.schemas = SCHEMAS
+
+    # -- the tools ----------------------------------------------------------------------
+    def search(
+        self,
+        query: str,
+        top_k: int = 5,
+        collections: Sequence[str] | None = None,
+        filters: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """The best passages for `query` with ids, sources, scores and token counts."""
+        kwargs = {**self.defaults, "with_tokens": True}
+        if filters is not None:
+            kwargs["filters"] = filters
+        if collections:
+            requests = [{"collection": c, "top_k": top_k} for c in collections]
+            result = self.index.search_many(query, requests, **kwargs)
+            hits = result.merged[:top_k]
+            degraded = result.degraded
+        else:
+            hits = self.index.search(query, top_k, **kwargs)
+            degraded = hits.degraded
+        return {
+            "results": [
+                {
+                    "rank": rank,
+                    "document_id": h.document_id,
+                    "chunk_id": h.chunk_id,
+                    "collection": h.collection,
+                    "title": h.title,
+                    "source": h.source,
+                    "score": round(h.score, 6),
+                    "tokens": h.tokens,
+                    "text": h.text,
+                }
+                for rank, h in enumerate(hits, start=1)
+            ],
+            "total_tokens": sum(h.tokens or 0 for h in hits),
+            "degraded": degraded,
+        }
+
+    def get_document(
+        self,
+        document_id: str,
+        collection: str | None = None,
+        start: int | None = None,
+        end: int | None = None,
+    ) -> dict[str, Any]:
+        """A document's text (or `text[start:end]`), cut at MAX_DOCUMENT_CHARS."""
+        name = collection or self.defaults.get("collection") or "default"
+        text = self.index.document_text(document_id, name)
+        lo = start or 0
+        hi = len(text) if end is None else min(end, len(text))
+        if lo > hi:
+            raise InputError(f"get_document: start {lo} is after end {hi}")
+        part = text[lo:hi]
+        truncated = len(part) > MAX_DOCUMENT_CHARS
+        return {
+            "document_id": document_id,
+            "collection": name,
+            "start": lo,
+            "end": lo + min(len(part), MAX_DOCUMENT_CHARS),
+            "length": len(text),
+            "truncated": truncated,
+            "text": part[:MAX_DOCUMENT_CHARS],
+        }
+
+    def context(
+        self,
+        query: str,
+        top_k: int = 5,
+        collections: Sequence[str] | None = None,
+        filters: dict[str, Any] | None = None,
+        budget: int | None = None,
+    ) -> dict[str, Any]:
+        """A numbered, cited context block for `query` within `budget` tokens."""
+        kwargs = dict(self.defaults)
+        if filters is not None:
+            kwargs["filters"] = filters
+        requests = [{"collection": c, "top_k": top_k} for c in collections or ()]
+        packed = self.index.context(
+            query, top_k=top_k, collections=requests or None, budget=budget, **kwargs
+        )
+        data = packed.to_dict()
+        return {"text": data["text"], "tokens": data["tokens"], "passages": data["passages"]}
+
+    # -- dispatch -------------------------------------------------------------------------
+    def call(self, name: str, arguments: str | Mapping[str, Any] | None) -> dict[str, Any]:
+        """Run a tool by name with JSON (or dict) arguments. A bad call or a ragloom error
+        comes back as `{"ok": false, "error": ...}` for the model to read, never raised."""
+        try:
+            if name not in TOOL_NAMES:
+                raise InputError(f"unknown tool {name!r}", f"use one of {', '.join(TOOL_NAMES)}")
+            if isinstance(arguments, str):
+                try:
+                    arguments = json.loads(arguments) if arguments.strip() else {}
+                except json.JSONDecodeError as exc:
+                    raise InputError(f"{name}: arguments are not valid JSON ({exc.msg})") from None
+            if not isinstance(arguments or {}, Mapping):
+                raise InputError(f"{name}: arguments must be a JSON object")
+            args = dict(arguments or {})
+            _check(name, args)
+            return {"ok": True, **getattr(self, name)(**args)}
+        except RagloomError as exc:
+            return {"ok": False, "error": {"code": exc.code, "message": exc.message}}
+
+    def answer(self, tool_calls: Sequence[Any] | None) -> list[dict[str, Any]]:
+        """One `{"role": "tool", "tool_call_id", "content"}` message per call of an assistant
+        message (OpenAI dicts or SDK objects)."""
+        messages = []
+        for call in tool_calls or ():
+            get = call.get if isinstance(call, Mapping) else lambda k, c=call: getattr(c, k)
+            function = get("function")
+            fget = (
+                function.get
+                if isinstance(function, Mapping)
+                else lambda k, f=function: getattr(f, k)
+            )
+            result = self.call(fget("name"), fget("arguments"))
+            messages.append(
+                {
+                    "role": "tool",
+                    "tool_call_id": get("id"),
+                    "content": json.dumps(result, ensure_ascii=False),
+                }
+            )
+        return messages
+
+
+Step = Callable[[list[dict[str, Any]], list[dict[str, Any]] | None], dict[str, Any]]
+
+
+def run_tool_loop(
+    step: Step,
+    messages: list[dict[str, Any]],
+    toolbox: Toolbox,
+    max_rounds: int = 3,
+) -> tuple[dict[str, Any], int]:
+    """Drive a tool-calling exchange: `step(messages, tools)` is the app's model call and
+    returns the assistant message (a dict with optional `tool_calls`). Tool rounds are
+    answered until the model replies without tools; after `max_rounds` rounds the model is
+    called once more with no tools offered, so it must answer. Returns (the final assistant
+    message, tool rounds used); `messages` grows with the exchange."""
+    if isinstance(max_rounds, bool) or not isinstance(max_rounds, int) or max_rounds < 0:
+        raise InputError(f"max_rounds must be a non-negative integer, got {max_rounds!r}")
+    rounds = 0
+    while True:
+        offered = toolbox.schemas if rounds < max_rounds else None
+        message = step(messages, offered)
+        messages.append(message)
+        calls = message.get("tool_calls")
+        if not calls or offered is None:
+            return message, rounds
+        messages.extend(toolbox.answer(calls))
+        rounds += 1
