@@ -6,6 +6,11 @@ On the scale bench's clustered 384-d vectors (bench/scale_data.py), in one run: 
 with 8-bit scalar-quantized storage (what ragloom uses) and with float32 storage, hnswlib, and
 usearch (int8 and float32): build time, query latency, recall@10 against exact search (after
 exact re-scoring of 40 candidates, as ragloom does), a 10% filter, and size on disk.
+
+With --real (embedded indexes built by bench/steps.py or bench/hybrid.py, whose vectors are
+the local model's), a second table puts the synthetic vectors' neighbour structure beside
+real all-MiniLM-L6-v2 vectors of the same count: the cosine of a query's 1st and 10th
+neighbour and of a typical vector, and faiss HNSW SQ8's recall@10 on each.
 """
 
 from __future__ import annotations
@@ -115,11 +120,83 @@ def usearch_index(base: np.ndarray, dtype: str):
     return search, size
 
 
+def real_vectors(paths: list[Path]) -> tuple[np.ndarray, np.ndarray]:
+    """Passage vectors stored in embedded eval indexes, and their collections' queries
+    embedded by the same local model."""
+    from ragloom import Index
+    from ragloom.embedding.local import LocalEmbedder
+    from ragloom.evaluation.beir import load_beir
+    from ragloom.evaluation.runner import EVAL_COLLECTION
+
+    embedder = LocalEmbedder()
+    data = Path(__file__).resolve().parents[2] / "shared" / "data"
+    passages, queries = [], []
+    for path in paths:
+        with Index(path, embedder=embedder) as index:
+            rows = list(index.chunk_documents(EVAL_COLLECTION))
+            with index.store.snapshot() as snap:
+                passages.append(snap.collection(EVAL_COLLECTION).vectors(rows))
+        name = path.name.split("-", 1)[0]
+        texts = list(load_beir(data / name).queries.values())
+        queries.append(embedder.embed([str(t) for t in texts]))
+    return np.vstack(passages).astype(np.float32), np.vstack(queries).astype(np.float32)
+
+
+def structure(base: np.ndarray, queries: np.ndarray) -> dict[str, float]:
+    """Neighbour structure of `base` seen from `queries`, and faiss HNSW SQ8's recall@10."""
+    sims = queries @ base.T
+    ordered = -np.sort(-sims, axis=1)
+    exact = [np.argsort(-row)[:K] for row in sims]
+    search, _ = faiss_index(base, True)
+    found = [search(q, None) for q in queries]
+    return {
+        "1st": float(ordered[:, 0].mean()),
+        "10th": float(ordered[:, K - 1].mean()),
+        "median": float(np.median(ordered[:, ordered.shape[1] // 2])),
+        "recall": recall(found, exact, base, queries),
+    }
+
+
+def realism(paths: list[Path], cache: Path) -> None:
+    real_base, real_queries = real_vectors(paths)
+    n = len(real_base)
+    synthetic = Corpus().vector_table(n + 1_000, cache)
+    held = np.random.default_rng(0).choice(n, 500, replace=False)
+    rest = np.setdiff1d(np.arange(n), held)
+    rows = {
+        "real, queries -> passages": (real_base, real_queries),
+        "real, passages -> other passages": (real_base[rest], real_base[held]),
+        "synthetic (bench/scale_data.py)": (
+            np.ascontiguousarray(synthetic[:n]),
+            np.ascontiguousarray(synthetic[n + 1 : n + 501]),
+        ),
+    }
+    names = ", ".join(p.name.split("-", 1)[0] for p in paths)
+    table = Table(title=f"Neighbour structure, {n:,} vectors (real: all-MiniLM-L6-v2 on {names})")
+    for column in ("vectors", "cosine 1st", "cosine 10th", "cosine median", "HNSW recall@10"):
+        table.add_column(column)
+    for name, (base, queries) in rows.items():
+        found = structure(np.ascontiguousarray(base), np.ascontiguousarray(queries))
+        table.add_row(
+            name,
+            f"{found['1st']:.3f}",
+            f"{found['10th']:.3f}",
+            f"{found['median']:.3f}",
+            f"{found['recall']:.3f}",
+        )
+    Console(width=140).print(table)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--n", type=int, default=100_000)
     parser.add_argument("--cache", type=Path, default=Path("/tmp/ragloom-scale/cache"))
+    parser.add_argument(
+        "--real", type=Path, nargs="*", default=[], help="embedded eval indexes (*.db)"
+    )
     args = parser.parse_args()
+    if args.real:
+        realism(args.real, args.cache)
     corpus = Corpus()
     table = corpus.vector_table(args.n + 10_000, args.cache)
     base = np.ascontiguousarray(table[: args.n])
@@ -170,7 +247,7 @@ def main() -> None:
             f"{recall(ffound, exact_f, base, queries):.3f}" if filtered else "-",
             f"{size() / args.n:.0f}",
         )
-    Console().print(table_out)
+    Console(width=140).print(table_out)
     print(f"threads: build 2, search 1; cpu: {os.cpu_count()} cores")
 
 

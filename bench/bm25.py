@@ -181,7 +181,7 @@ def main() -> None:
             f"{ours['qps'] / theirs['qps']:.2f}x",
             f"{ours['qps_hits'] / theirs['qps_batched']:.2f}x",
         )
-    console = Console()
+    console = Console(width=140)
     console.print(
         "embedder: none (lexical only, set explicitly); threads: 1 (ragloom), "
         f"n_threads=1 (bm25s {bm25s.__version__}); stemmer: PyStemmer english"

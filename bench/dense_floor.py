@@ -91,7 +91,7 @@ def main() -> None:
     parser.add_argument("--keep", type=float, default=0.95, help="share of relevant to keep")
     args = parser.parse_args()
 
-    console = Console()
+    console = Console(width=140)
     embedder = resolve_embedder(args.embedder)
     if embedder is None:
         parser.error("--embedder must name a model")

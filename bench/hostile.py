@@ -26,7 +26,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-console = Console()
+console = Console(width=140)
 MB = 1_000_000
 
 

@@ -111,7 +111,7 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2)
     args = parser.parse_args()
 
-    console = Console()
+    console = Console(width=140)
     embedder = LocalEmbedder(threads=args.threads, precision=args.precision)
     console.print(f"embedder: {embedder.runtime}")
     quality = Table(title="retrieval quality (test split)")

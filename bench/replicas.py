@@ -66,7 +66,7 @@ def main() -> None:
             p95 = values[int(0.95 * (len(values) - 1))]
             table.add_row(name, f"{statistics.median(values):.2f}", f"{p95:.2f}")
         ratio = statistics.median(times["replica"]) / statistics.median(times["primary"])
-        console = Console()
+        console = Console(width=140)
         console.print(table)
         console.print(f"replica p50 / primary p50 = {ratio:.2f}x; same hits on both: {same}")
     finally:

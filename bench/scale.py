@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from scale_data import Corpus, query_words  # noqa: E402
 from scale_peers import build_fts5, exact_topk, fts5_query  # noqa: E402
 
-console = Console()
+console = Console(width=140)
 
 
 def run(role: str, path: Path, n: int, cache: Path) -> dict:
@@ -44,23 +44,27 @@ def run(role: str, path: Path, n: int, cache: Path) -> dict:
 
 
 def sizes_on_disk(path: Path, n: int) -> dict[str, float]:
-    """Bytes per chunk: SQLite tables and indexes, segment files, graphs."""
+    """Bytes per chunk: SQLite tables and indexes, the live segment files and graphs, and
+    (apart from the total) files of segments retired by a merge, which the store removes
+    once no reader maps them."""
     out: dict[str, float] = {}
     conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
     for name, size in conn.execute("SELECT name, sum(pgsize) FROM dbstat GROUP BY name"):
         out[f"sqlite {name}"] = size / n
+    live = {name for (name,) in conn.execute("SELECT name FROM segments WHERE retired IS NULL")}
     conn.close()
     folder = path.with_name(path.name + "-segments")
+    files = list(folder.iterdir()) if folder.exists() else []
     for suffix, label in ((".seg", "segment files"), (".hnsw", "graph files")):
-        total = (
-            sum(f.stat().st_blocks * 512 for f in folder.glob(f"*{suffix}"))
-            if folder.exists()
-            else 0
-        )
-        out[label] = total / n
+        mine = [f for f in files if f.suffix == suffix and f.stem in live]
+        out[label] = sum(f.stat().st_blocks * 512 for f in mine) / n
     wal = path.with_name(path.name + "-wal")
     out["sqlite wal"] = (wal.stat().st_size if wal.exists() else 0) / n
     out["total"] = sum(out.values())
+    stale = [f for f in files if f.stem not in live]
+    out["retired files, removed later (not in total)"] = (
+        sum(f.stat().st_blocks * 512 for f in stale) / n
+    )
     return out
 
 
@@ -93,11 +97,24 @@ def peers(corpus: Corpus, n: int, work: Path, cache: Path) -> dict:
     return out
 
 
+def remove_index(path: Path) -> None:
+    """An index file with its WAL, shared memory and segments folder."""
+    for leftover in path.parent.glob(f"{path.name}*"):
+        if leftover.is_dir():
+            for f in leftover.iterdir():
+                f.unlink()
+            leftover.rmdir()
+        else:
+            leftover.unlink()
+
+
 def _p(values: list[float], q: float) -> str:
     return f"{np.percentile(values, q):.1f}"
 
 
-def report(n: int, build: dict, disk: dict, serve: dict, writes: dict, peer: dict) -> None:
+def report(
+    n: int, build: dict, lexical: dict, disk: dict, serve: dict, writes: dict, peer: dict
+) -> None:
     table = Table(title=f"{n:,} chunks: queries (ms, p50 / p95)")
     for column in ("query", "filter", "ragloom", "peer", "peer p50 / ragloom p50"):
         table.add_column(column)
@@ -130,9 +147,18 @@ def report(n: int, build: dict, disk: dict, serve: dict, writes: dict, peer: dic
     facts.add_row("Index.add", f"{build['add_s']:.1f} s, {build['add_chunks_per_s']:,.0f} chunks/s")
     facts.add_row("per 100k", ", ".join(f"{p['chunks_per_s']:,.0f}" for p in build["per_100k"]))
     facts.add_row(
+        "Index.add, lexical only (embedder=None)",
+        f"{lexical['add_s']:.1f} s, {lexical['add_chunks_per_s']:,.0f} chunks/s; per 100k "
+        + ", ".join(f"{p['chunks_per_s']:,.0f}" for p in lexical["per_100k"]),
+    )
+    facts.add_row(
         "optimize (flush, merges, graphs)", f"{build['optimize_s']:.1f} s {build['segments']}"
     )
-    facts.add_row("peak RSS building", f"{build['peak_mb']:.0f} MB")
+    facts.add_row(
+        "peak RSS building",
+        f"{build['peak_mb']:.0f} MB: anonymous at most {build['peak_anon_mb']:.0f} MB, "
+        f"pages of memory-mapped files at most {build['peak_file_mb']:.0f} MB",
+    )
     facts.add_row(
         "FTS5 build", f"{peer['fts5 build_s']:.1f} s, {peer['fts5 bytes/chunk']:.0f} B/chunk"
     )
@@ -166,22 +192,26 @@ def main() -> None:
     )
     for n in args.sizes:
         path = args.work / f"scale-{n}.db"
-        for leftover in args.work.glob(f"scale-{n}.db*"):
-            if leftover.is_dir():
-                for f in leftover.iterdir():
-                    f.unlink()
-                leftover.rmdir()
-            else:
-                leftover.unlink()
+        remove_index(path)
+        lexical_path = args.work / f"scale-{n}-lexical.db"
+        lexical = run("build-lexical", lexical_path, n, args.cache)
+        remove_index(lexical_path)
         build = run("build", path, n, args.cache)
         disk = sizes_on_disk(path, n)
         serve = run("serve", path, n, args.cache)
         writes = run("writes", path, n, args.cache)
         peer = peers(corpus, n, args.work, args.cache)
-        report(n, build, disk, serve, writes, peer)
+        report(n, build, lexical, disk, serve, writes, peer)
         (args.work / f"scale-{n}.json").write_text(
             json.dumps(
-                {"build": build, "disk": disk, "serve": serve, "writes": writes, "peers": peer}
+                {
+                    "build": build,
+                    "build_lexical": lexical,
+                    "disk": disk,
+                    "serve": serve,
+                    "writes": writes,
+                    "peers": peer,
+                }
             )
         )
 

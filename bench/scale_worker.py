@@ -8,6 +8,7 @@ import json
 import os
 import resource
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -18,6 +19,30 @@ from scale_peers import exact_topk
 from ragloom import Document, Index
 
 BATCH = 10_000
+
+
+class PeakSampler:
+    """Samples the process's anonymous and file-backed resident memory every 20 ms: the
+    kernel's peak RSS counts pages of memory-mapped files too, which it can drop at will."""
+
+    def __init__(self) -> None:
+        self.anon_mb = self.file_mb = 0.0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.02):
+            now = _rss()
+            self.anon_mb = max(self.anon_mb, now["anon_mb"])
+            self.file_mb = max(self.file_mb, now["file_mb"])
+
+    def __enter__(self) -> PeakSampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
 
 
 def _rss() -> dict[str, float]:
@@ -36,38 +61,42 @@ def _open(path: Path, corpus: Corpus, cache: Path, n: int) -> Index:
     return Index(path, embedder=BenchEmbedder(corpus, table=table))
 
 
-def build(path: Path, n: int, cache: Path) -> dict:
+def build(path: Path, n: int, cache: Path, lexical_only: bool = False) -> dict:
     corpus = Corpus()
-    index = _open(path, corpus, cache, n)
+    index = Index(path, embedder=None) if lexical_only else _open(path, corpus, cache, n)
     index.configure(chunking={"max_chars": 4000, "overlap": 0, "min_chars": 0})
-    started = time.perf_counter()
-    per_100k = []
-    mark = started
-    for lo in range(0, n, BATCH):
-        texts = corpus.texts(lo, min(BATCH, n - lo))
-        docs = [
-            Document(f"d{lo + i}", t, metadata=corpus.metadata(lo + i)) for i, t in enumerate(texts)
-        ]
-        index.add(docs)
-        if (lo + BATCH) % 100_000 == 0 or lo + BATCH >= n:
-            now = time.perf_counter()
-            done = min(lo + BATCH, n)
-            per_100k.append(
-                {"chunks": done, "chunks_per_s": (done - (len(per_100k) * 100_000)) / (now - mark)}
-            )
-            mark = now
-    add_seconds = time.perf_counter() - started
-    graph_started = time.perf_counter()
-    index.optimize()  # flush, merge, and build the graphs the background would build when idle
-    graph_seconds = time.perf_counter() - graph_started
-    stats = index.stats()["collections"]["default"]
-    index.close()
+    with PeakSampler() as sampler:
+        started = time.perf_counter()
+        per_100k = []
+        mark = started
+        for lo in range(0, n, BATCH):
+            texts = corpus.texts(lo, min(BATCH, n - lo))
+            docs = [
+                Document(f"d{lo + i}", t, metadata=corpus.metadata(lo + i))
+                for i, t in enumerate(texts)
+            ]
+            index.add(docs)
+            if (lo + BATCH) % 100_000 == 0 or lo + BATCH >= n:
+                now = time.perf_counter()
+                done = min(lo + BATCH, n)
+                rate = (done - (len(per_100k) * 100_000)) / (now - mark)
+                per_100k.append({"chunks": done, "chunks_per_s": rate})
+                mark = now
+        add_seconds = time.perf_counter() - started
+        graph_started = time.perf_counter()
+        index.optimize()  # flush, merge, and build the graphs the background builds when idle
+        graph_seconds = time.perf_counter() - graph_started
+        stats = index.stats()["collections"]["default"]
+        index.close()
     return {
+        "lexical_only": lexical_only,
         "add_s": add_seconds,
         "add_chunks_per_s": n / add_seconds,
         "per_100k": per_100k,
         "optimize_s": graph_seconds,
         "segments": stats["segments"],
+        "peak_anon_mb": sampler.anon_mb,
+        "peak_file_mb": sampler.file_mb,
         **_rss(),
     }
 
@@ -166,4 +195,10 @@ def writes(path: Path, n: int, cache: Path) -> dict:
 if __name__ == "__main__":
     role, path, n, cache = sys.argv[1], Path(sys.argv[2]), int(sys.argv[3]), Path(sys.argv[4])
     os.environ.setdefault("RAGLOOM_EMBEDDER", "none")
-    print(json.dumps({"build": build, "serve": serve, "writes": writes}[role](path, n, cache)))
+    roles = {
+        "build": build,
+        "build-lexical": lambda *a: build(*a, lexical_only=True),
+        "serve": serve,
+        "writes": writes,
+    }
+    print(json.dumps(roles[role](path, n, cache)))

@@ -34,7 +34,7 @@ from ragloom.server.launch import ServerProcess  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = Path(os.environ.get("RAGLOOM_DATA", REPO.parent / "shared" / "data")) / "scifact"
-console = Console()
+console = Console(width=140)
 
 
 @dataclass

@@ -71,7 +71,7 @@ def main() -> None:
                 first, later, degraded = measure(Path(tmp), options, fault, args.queries)
                 answer = "degraded (lexical)" if degraded else "hybrid"
                 table.add_row(fault, options or "defaults", f"{first:.0f}", f"{later:.1f}", answer)
-    Console().print(table)
+    Console(width=120).print(table)
 
 
 if __name__ == "__main__":

@@ -43,7 +43,7 @@ from ragloom.rerank.onnx import CrossEncoder  # noqa: E402
 from ragloom.retrieval.search import SearchOptions  # noqa: E402
 from tests.llm_server import LLMServer  # noqa: E402
 
-console = Console()
+console = Console(width=140)
 
 
 def cached_index(folder: Path, cache: Path, embedder: LocalEmbedder) -> tuple[Index, bool]:

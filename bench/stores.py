@@ -71,7 +71,7 @@ def main() -> None:
     parser.add_argument("--pg-url", default=None)
     parser.add_argument("--queries", type=int, default=300)
     args = parser.parse_args()
-    console = Console()
+    console = Console(width=140)
     dataset = load_beir(Path(args.data) / "scifact")
     docs = list(dataset.iter_corpus())
     queries = list(dataset.queries.values())[: args.queries]
