@@ -32,8 +32,19 @@ def transactions(server) -> int:
         )
 
 
+def wait_received(cluster: LocalCluster, timeout: float = 10.0) -> None:
+    """Until every standby has received (not necessarily applied) everything the primary has
+    written so far: replication is asynchronous, so a primary killed the moment a commit
+    returns may never have sent it (the test cluster also runs with synchronous_commit off)."""
+    _wait(cluster, "pg_last_wal_receive_lsn", timeout)
+
+
 def wait_replayed(cluster: LocalCluster, timeout: float = 10.0) -> None:
     """Until every standby has replayed everything the primary has written so far."""
+    _wait(cluster, "pg_last_wal_replay_lsn", timeout)
+
+
+def _wait(cluster: LocalCluster, position: str, timeout: float) -> None:
     with psycopg.connect(cluster.primary.url(), autocommit=True) as conn:
         target = conn.execute("SELECT pg_current_wal_insert_lsn()").fetchone()[0]
     deadline = time.monotonic() + timeout
@@ -41,7 +52,7 @@ def wait_replayed(cluster: LocalCluster, timeout: float = 10.0) -> None:
         with psycopg.connect(standby.url(), autocommit=True) as conn:
             while True:
                 done = conn.execute(
-                    "SELECT pg_last_wal_replay_lsn() >= %s::pg_lsn", (str(target),)
+                    f"SELECT {position}() >= %s::pg_lsn", (str(target),)
                 ).fetchone()[0]
                 if done or time.monotonic() > deadline:
                     break

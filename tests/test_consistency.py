@@ -404,3 +404,27 @@ CREATE TABLE embedding_cache (model TEXT NOT NULL, text_hash BLOB NOT NULL, vect
 
 def test_ragloom_module_exports_the_check_command() -> None:
     assert callable(ragloom.Index.check)
+
+
+def test_merging_segments_whose_chunks_were_all_deleted(tmp_path: Path) -> None:
+    """A merge whose inputs hold only deleted chunks writes nothing and retires them (it
+    used to fail on every attempt, so such segments were never merged away)."""
+    with Index(tmp_path / "i.db", embedder=None) as index:
+        _small_segments(index, flush=20, factor=2)
+        for batch in range(4):
+            index.add(
+                [Document(f"b{batch}-{i}", f"heron silver key {batch} {i}") for i in range(25)]
+            )
+            index.optimize()
+        for batch in range(4):
+            for i in range(25):
+                index.delete(f"b{batch}-{i}")
+        index.add([Document("kept", "lantern raven moor")])
+        index.optimize()
+        assert not index.store.maintenance.deferred
+        counts = index.stats()["collections"]["default"]
+        assert counts["chunks"] == 1
+        assert counts["segments"]["files"] <= 1
+        assert [h.document_id for h in index.search("lantern")] == ["kept"]
+        assert index.search("heron") == []
+        assert index.check() == []

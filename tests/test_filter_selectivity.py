@@ -63,7 +63,9 @@ def test_selective_filter_matches_filter_then_rank(scifact_index, mode):
     index, queries, eligible = scifact_index
     compared = 0
     for query in queries:
-        options = SearchOptions(mode=mode, top_k=3, filters={"bucket": 7}, fusion="rrf")
+        options = SearchOptions(  # the floor named: this model has no measured floor of its own
+            mode=mode, top_k=3, filters={"bucket": 7}, fusion="rrf", min_dense_similarity=0.45
+        )
         got = [(c.row_id, pytest.approx(c.score)) for c in index.rank(query, options).candidates]
         want = brute_force(index, query, mode, eligible)
         assert got == want

@@ -208,6 +208,15 @@ def test_one_url_names_the_cluster_and_ragloom_options_are_taken_out() -> None:
         parse_location("postgresql://u@p/app?schema=Robert');DROP")
 
 
+def test_status_pages_show_a_store_url_without_secrets() -> None:
+    from ragloom.store.open import location_label
+
+    shown = location_label("postgresql://u:secret@p:5432,r1:5433,r2/app?password=x&schema=s")
+    assert shown == "postgresql://u@p:5432,r1:5433,r2/app"  # every host, no password
+    assert location_label("postgresql://db/app") == "postgresql://db/app"
+    assert location_label("/srv/notes/index.db") == "index.db"
+
+
 def test_prf_expansion_on_postgres_equals_the_embedded_store(tmp_path: Path, pg_url) -> None:
     """RM3 feedback needs weighted BM25 and document frequencies from the store: PostgreSQL
     answers exactly as the embedded store does (filters too)."""

@@ -17,7 +17,13 @@ from ragloom import Document, Index
 from ragloom.errors import StoreError
 from ragloom.store.postgres.local import remove, scratch_folder
 
-from .replication import APPLY_DELAY_MS, start_cluster, transactions, wait_replayed
+from .replication import (
+    APPLY_DELAY_MS,
+    start_cluster,
+    transactions,
+    wait_received,
+    wait_replayed,
+)
 
 pytestmark = pytest.mark.slow
 ROUNDS = int(os.environ.get("RAGLOOM_REPLICA_ROUNDS", "1000"))
@@ -137,8 +143,10 @@ def test_replication_lag_in_stats_and_health(url) -> None:
     roles = sorted(s["role"] for s in servers)
     assert roles == ["primary", "replica", "replica"]
     assert all("lag_bytes" in s for s in servers if s["role"] == "replica")
-    with ServerProcess(url, env={"RAGLOOM_EMBEDDER": "none"}) as server:
-        health = httpx.get(f"{server.url}/health").json()
+    env = {"RAGLOOM_EMBEDDER": "none"}
+    with ServerProcess(url, env=env, token="lag-secret") as server:  # /health in full
+        headers = {"Authorization": "Bearer lag-secret"}
+        health = httpx.get(f"{server.url}/health", headers=headers).json()
     assert [s["role"] for s in health["index"]["replicas"]].count("replica") == 2
     out = subprocess.run(
         [sys.executable, "-m", "ragloom.cli", "stats", "--store", url],
@@ -153,6 +161,7 @@ def test_the_primary_down_searches_go_on_and_writes_fail_fast(cluster, url) -> N
     """Last in this module: it stops and restarts the primary."""
     with Index(url, embedder=None) as index:
         index.add([Document("before", "written before the outage: quartz")])
+        wait_received(cluster)  # sent, not yet applied (300 ms delay): searched during it
         cluster.primary.stop("immediate")
         try:
             assert index.search("quartz", top_k=1)[0].document_id == "before"

@@ -30,11 +30,10 @@ def location_label(location: str | Path) -> str:
         return Path(location).name
     from urllib.parse import urlsplit
 
-    parts = urlsplit(str(location))
-    host = parts.hostname or ""
-    user = f"{parts.username}@" if parts.username else ""
-    port = f":{parts.port}" if parts.port else ""
-    return f"{parts.scheme}://{user}{host}{port}{parts.path}"
+    parts = urlsplit(str(location))  # netloc kept whole: libpq URLs may list several hosts
+    userinfo, _, hosts = parts.netloc.rpartition("@")
+    user = userinfo.split(":", 1)[0]
+    return f"{parts.scheme}://{f'{user}@' if user else ''}{hosts}{parts.path}"
 
 
 def open_store(location: str | Path, create: bool = True, read_only: bool = False) -> Store:

@@ -204,9 +204,8 @@ class Maintenance:
         with store.write_lock:  # commit and publish before any other write of this process
             try:
                 with store.write() as write:
-                    current = self._commit(
-                        write, view, name, segment.n, size, old_names, span, upto
-                    )
+                    n = segment.n if segment is not None else 0  # 0: every chunk was deleted
+                    current = self._commit(write, view, name, n, size, old_names, span, upto)
                     if current is None:
                         return False
                     generation = write.generation
