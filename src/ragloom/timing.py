@@ -46,7 +46,10 @@ class StageTimer:
                     yield self
         finally:
             _active.reset(token)
-            self.total_ms = (time.perf_counter() - started) * 1000.0
+            if rest is None:
+                self.total_ms = (time.perf_counter() - started) * 1000.0
+            else:  # the outer stage's time, exactly: the stages add up to the total
+                self.total_ms = sum(self.ms.values())
 
     @contextmanager
     def stage(self, name: str) -> Iterator[None]:
