@@ -249,15 +249,20 @@ def rerank_effect(data: Path, cache: Path, embedder: LocalEmbedder, names: list[
             ),
             "hybrid RRF": SearchOptions(mode="hybrid", fusion="rrf"),
         }.items():
-            run = {}
-            for qid, text in dataset.queries.items():
-                opts = replace(options, top_k=100 if not options.rerank else options.rerank_depth)
-                hits = index.search_with(text, opts, EVAL_COLLECTION)
-                run[qid] = [h.document_id for h in hits if h.document_id != qid]
-            metrics = evaluate_run(run, dataset.qrels, k_ndcg=10, k_recall=100, k_mrr=10)
+            depth = options.rerank_depth if options.rerank else 100
+            metrics = hits_metrics(index, dataset, replace(options, top_k=depth))
             table.add_row(name, label, f"{metrics['ndcg@10']:.4f}", f"{metrics['mrr@10']:.4f}")
         index.close()
     console.print(table)
+
+
+def hits_metrics(index: Index, dataset, options: SearchOptions) -> dict[str, float]:  # noqa: ANN001
+    """nDCG@10, Recall@100 and MRR@10 of full searches (every step on), self hits left out."""
+    run = {}
+    for qid, text in dataset.queries.items():
+        hits = index.search_with(text, options, EVAL_COLLECTION)
+        run[qid] = [h.document_id for h in hits if h.document_id != qid]
+    return evaluate_run(run, dataset.qrels, k_ndcg=10, k_recall=100, k_mrr=10)
 
 
 def offline_variants(question: str) -> list[str]:
@@ -291,11 +296,7 @@ def merge_effect(data: Path, cache: Path, embedder: LocalEmbedder, names: list[s
                     mode="hybrid", expand="llm", merge="best", llm=llm
                 ),
             }.items():
-                run = {}
-                for qid, text in dataset.queries.items():
-                    hits = index.search_with(text, replace(options, top_k=100), EVAL_COLLECTION)
-                    run[qid] = [h.document_id for h in hits if h.document_id != qid]
-                metrics = evaluate_run(run, dataset.qrels, k_ndcg=10, k_recall=100, k_mrr=10)
+                metrics = hits_metrics(index, dataset, replace(options, top_k=100))
                 table.add_row(
                     name, label, f"{metrics['ndcg@10']:.4f}", f"{metrics['recall@100']:.4f}"
                 )

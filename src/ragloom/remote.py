@@ -26,6 +26,17 @@ from ragloom.errors import InputError, RagloomError
 T = TypeVar("T")
 
 
+# The timing options every service spec takes (`?timeout=2&cooldown=0`), by Timeouts field.
+TIMEOUT_OPTIONS = {
+    "timeout": "read",
+    "read_timeout": "read",
+    "connect_timeout": "connect",
+    "query_timeout": "query",
+    "retry_delay": "retry_delay",
+    "cooldown": "cooldown",
+}
+
+
 @dataclass(frozen=True)
 class Timeouts:
     """How long to wait for a remote service, and how to retry.
@@ -52,21 +63,12 @@ class Timeouts:
                 raise InputError(f"timeout {item.name!r} must be greater than 0")
 
     def with_options(self, options: dict[str, str]) -> Timeouts:
-        """Apply spec options (`timeout`, `connect_timeout`, `query_timeout`, `retry_delay`,
-        `cooldown`); unknown names are left for the caller."""
-        names = {
-            "timeout": "read",
-            "read_timeout": "read",
-            "connect_timeout": "connect",
-            "query_timeout": "query",
-            "retry_delay": "retry_delay",
-            "cooldown": "cooldown",
-        }
+        """Apply spec options (`TIMEOUT_OPTIONS`); unknown names are left for the caller."""
         changes: dict[str, float] = {}
         for key, value in options.items():
-            if key in names:
+            if key in TIMEOUT_OPTIONS:
                 try:
-                    changes[names[key]] = float(value)
+                    changes[TIMEOUT_OPTIONS[key]] = float(value)
                 except ValueError:
                     raise InputError(f"{key}={value!r} is not a number of seconds") from None
         return replace(self, **changes) if changes else self

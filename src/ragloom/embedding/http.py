@@ -18,17 +18,9 @@ import numpy as np
 from ragloom.embedding.base import Embedder
 from ragloom.errors import EmbeddingError, EmbeddingOffline, EmbedFailed, InputError
 from ragloom.observe import embedding_failed
-from ragloom.remote import RemoteService, Timeouts, bearer, without_v1
+from ragloom.remote import TIMEOUT_OPTIONS, RemoteService, Timeouts, bearer, without_v1
 
 WHAT = "the embedding service"
-TIMEOUT_OPTIONS = (
-    "timeout",
-    "read_timeout",
-    "connect_timeout",
-    "query_timeout",
-    "retry_delay",
-    "cooldown",
-)
 
 
 def _matrix(vectors: Any, count: int) -> np.ndarray:

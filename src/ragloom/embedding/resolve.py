@@ -7,7 +7,7 @@ from typing import Any
 
 from ragloom.embedding.base import Embedder
 from ragloom.errors import InputError
-from ragloom.remote import Timeouts, parse_service_spec
+from ragloom.remote import TIMEOUT_OPTIONS, Timeouts, parse_service_spec
 
 SPEC_HELP = (
     "use none, auto, local, local:float32, openai:MODEL@BASE_URL or ollama:MODEL@BASE_URL "
@@ -24,8 +24,6 @@ def check_spec(spec: str) -> None:
     if spec in ("auto", "none") or spec in LOCAL_SPECS:
         return
     service = parse_service_spec(spec, PROVIDERS, SPEC_HELP)
-    from ragloom.embedding.http import TIMEOUT_OPTIONS
-
     unknown = sorted(set(service.options) - set(TIMEOUT_OPTIONS))
     if unknown:
         raise InputError(f"unknown option {unknown[0]!r} in {spec!r}", SPEC_HELP)

@@ -30,7 +30,7 @@ from ragloom.models import Document
 from ragloom.store.base import Store
 from ragloom.store.records import CollectionInfo, NewChunk, NewDocument
 from ragloom.store.sqlite.write import text_hash
-from ragloom.text import Tokenizer
+from ragloom.text import Tokenizer, analyzer_for
 
 WRITE_BATCH = 512
 ON_EMBED_ERROR = ("pending", "raise")
@@ -163,15 +163,6 @@ class Ingest:
     def __init__(self, store: Store, models: Models) -> None:
         self.store = store
         self.models = models
-        # One analyzer per tokenizer setting, kept across batches: its word -> term cache is
-        # what makes analysis cheap (a new one per batch stemmed every word again).
-        self._tokenizers: dict[Any, Tokenizer] = {}
-
-    def tokenizer(self, config: CollectionConfig) -> Tokenizer:
-        tokenizer = self._tokenizers.get(config.tokenizer)
-        if tokenizer is None:
-            tokenizer = self._tokenizers[config.tokenizer] = Tokenizer(config.tokenizer)
-        return tokenizer
 
     # -- collections ------------------------------------------------------------------
     def collection(self, name: str, config: CollectionConfig | None = None) -> CollectionInfo:
@@ -267,7 +258,7 @@ class Ingest:
             return
         embedder = self.writable(info, has_chunks)
         info = self.store.collections()[name]
-        tokenizer = self.tokenizer(config)
+        tokenizer = analyzer_for(config.tokenizer)
         prepared = [self._prepare(doc, config, tokenizer, enrichers, report) for doc in changed]
         vectors = self._vectors(info, embedder, prepared, report, on_embed_error)
         new_docs = []

@@ -25,7 +25,7 @@ from ragloom.models import Hit, MultiSearchResult, SearchGroup, SearchResult
 from ragloom.retrieval import pipeline
 from ragloom.retrieval.search import Leg, Ranking, SearchOptions, rank
 from ragloom.store.base import CollectionReader, Snapshot, Store
-from ragloom.text import Tokenizer
+from ragloom.text import Tokenizer, analyzer_for
 from ragloom.timing import StageTimer, timed
 
 DEFAULT_COLLECTION = "default"
@@ -58,15 +58,12 @@ class Searcher:
     def __init__(self, store: Store, models: Models, services: Any = None) -> None:
         self.store = store
         self.models = models
-        self._tokenizers: dict[Any, Tokenizer] = {}
         # The LLM and reranker of the service steps (`ragloom.steps.SearchServices`).
         self.services = services
 
-    def tokenizer(self, config: CollectionConfig) -> Tokenizer:
-        tokenizer = self._tokenizers.get(config.tokenizer)
-        if tokenizer is None:
-            tokenizer = self._tokenizers[config.tokenizer] = Tokenizer(config.tokenizer)
-        return tokenizer
+    @staticmethod
+    def tokenizer(config: CollectionConfig) -> Tokenizer:
+        return analyzer_for(config.tokenizer)
 
     def read(self, work: Callable[[Snapshot], Any]) -> Any:
         """`work(snapshot)` in one snapshot; run once more in a fresh snapshot if the store

@@ -12,7 +12,14 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from ragloom.errors import InputError, LLMFailed, LLMOffline
-from ragloom.remote import RemoteService, Timeouts, bearer, parse_service_spec, without_v1
+from ragloom.remote import (
+    TIMEOUT_OPTIONS,
+    RemoteService,
+    Timeouts,
+    bearer,
+    parse_service_spec,
+    without_v1,
+)
 
 ENV_VAR = "RAGLOOM_LLM"
 API_KEY_VAR = "RAGLOOM_LLM_API_KEY"
@@ -143,14 +150,7 @@ def resolve_llm(spec: str | LLM | None = None) -> LLM | None:
     if spec is None or not spec.strip() or spec.strip() == "none":
         return None
     parsed = parse_service_spec(spec, ("openai", "ollama"), SPEC_HELP)
-    unknown = set(parsed.options) - {
-        "timeout",
-        "read_timeout",
-        "connect_timeout",
-        "query_timeout",
-        "retry_delay",
-        "cooldown",
-    }
+    unknown = set(parsed.options) - set(TIMEOUT_OPTIONS)
     if unknown:
         raise InputError(f"unknown LLM option(s): {', '.join(sorted(unknown))}", SPEC_HELP)
     timeouts = DEFAULT_TIMEOUTS.with_options(parsed.options)

@@ -8,7 +8,7 @@ from typing import Any
 
 from ragloom.errors import InputError
 from ragloom.llm import LLM
-from ragloom.remote import parse_service_spec
+from ragloom.remote import TIMEOUT_OPTIONS, parse_service_spec
 from ragloom.rerank.base import Reranker
 
 ENV_VAR = "RAGLOOM_RERANKER"
@@ -17,7 +17,6 @@ SPEC_HELP = (
     "use onnx:FOLDER, rerank:MODEL@URL (cohere:, jina:, vllm:, infinity: alike), "
     "tei:MODEL@URL, llm, llm:pointwise or llm:listwise"
 )
-TIMEOUT_OPTIONS = {"timeout", "read_timeout", "connect_timeout", "query_timeout", "retry_delay"}
 
 
 def resolve_reranker(spec: str | Reranker | None, llm: LLM | None = None) -> Reranker | None:
@@ -51,7 +50,7 @@ def resolve_reranker(spec: str | Reranker | None, llm: LLM | None = None) -> Rer
         from ragloom.rerank.http import DEFAULT_TIMEOUTS, CohereReranker, TEIReranker
 
         parsed = parse_service_spec(spec, (*V1_PROVIDERS, "tei"), SPEC_HELP)
-        unknown = set(parsed.options) - TIMEOUT_OPTIONS - {"cooldown"}
+        unknown = set(parsed.options) - set(TIMEOUT_OPTIONS)
         if unknown:
             raise InputError(f"unknown rerank option(s): {', '.join(sorted(unknown))}", SPEC_HELP)
         timeouts = DEFAULT_TIMEOUTS.with_options(parsed.options)

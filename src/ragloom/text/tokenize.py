@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from dataclasses import asdict, dataclass
+from functools import lru_cache
 from itertools import chain, filterfalse
 
 import Stemmer
@@ -171,3 +172,10 @@ class Tokenizer:
         except KeyError:
             self._learn(words)
             return list(filter(None, map(lookup, words)))
+
+
+@lru_cache(maxsize=16)
+def analyzer_for(config: TokenizerConfig) -> Tokenizer:
+    """The process's one analyzer for a setting: indexing and searching share its word ->
+    term cache, which is what makes analysis cheap (a new analyzer stems every word again)."""
+    return Tokenizer(config)
