@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import re
+from unittest import mock
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ragloom.chunking import MODES, ChunkPolicy, chunk_text
+from ragloom.chunking import MODES, ChunkPolicy, chunk_text, chunker
+from ragloom.chunking.chunker import split_document
 from ragloom.chunking.sentences import sentence_bounds
 from ragloom.models import ChunkSpan
 
@@ -280,3 +282,21 @@ def test_every_boundary_overlaps_at_a_word_or_sentence_edge(text: str, policy: C
             assert _paragraph_end(text, b.start) - words[-1] > policy.max_chars, (a, b)
         if b.start < a.end and any(b.start < i < a.end for i in preferred):
             assert b.start in preferred, (a, b)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    text=st.text(alphabet=st.sampled_from("ab .\n\t*-#é"), max_size=200),
+    max_chars=st.integers(min_value=5, max_value=250),
+    min_chars=st.integers(min_value=0, max_value=60),
+)
+def test_short_prose_shortcut_gives_what_the_general_path_gives(
+    text: str, max_chars: int, min_chars: int
+):
+    """A prose document that fits in one chunk skips sections and paragraphs; with the
+    shortcut switched off the general path must find the very same spans."""
+    policy = ChunkPolicy(max_chars=max_chars, overlap=0, min_chars=min(min_chars, max_chars))
+    fast = split_document(text, policy)
+    with mock.patch.object(chunker, "scene_breaks", lambda _text: [(0, 0)]):
+        general = split_document(text, policy)
+    assert fast == general

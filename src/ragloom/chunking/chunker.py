@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
+from ragloom.chunking.breaks import scene_breaks
 from ragloom.chunking.code import chunk_code, language_for
 from ragloom.chunking.policy import ChunkPolicy
 from ragloom.chunking.prose import absorb_short, pack_paragraphs, paragraph_spans
@@ -62,8 +63,12 @@ def _split(text: str, policy: ChunkPolicy, source: str | None) -> Chunked:
     whole = trim(text, 0, len(text))
     if whole is None:
         return Chunked([])
-    if policy.max_chars == 0:
-        start, end = whole
+    start, end = whole
+    if policy.max_chars == 0 or (
+        # prose that fits in one chunk and has no scene break: the one span the general
+        # path would find, without building sections and paragraphs
+        policy.mode == "prose" and end - start <= policy.max_chars and not scene_breaks(text)
+    ):
         return Chunked([ChunkSpan(text[start:end], start, end, _metadata(policy.mode))])
     # A document shorter than min_chars is not a fragment: keep all of it.
     min_chars = policy.min_chars if whole[1] - whole[0] >= policy.min_chars else 0

@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
+from itertools import chain
 from typing import Any
 
 import numpy as np
@@ -28,7 +29,7 @@ from ragloom.errors import EmbeddingError, EmbeddingMismatch, InputError
 from ragloom.loading.run import FileFailure
 from ragloom.models import Document
 from ragloom.store.base import Store
-from ragloom.store.records import CollectionInfo, NewChunk, NewDocument
+from ragloom.store.records import ChunkTerms, CollectionInfo, NewChunk, NewDocument
 from ragloom.store.sqlite.write import text_hash
 from ragloom.text import Tokenizer, analyzer_for
 
@@ -84,25 +85,53 @@ def _policy_fingerprint(policy: ChunkPolicy) -> str:
     return json.dumps({**policy.to_dict(), "chunker": CHUNKER_VERSION}, sort_keys=True)
 
 
-def content_hash(doc: Document, config: CollectionConfig, salt: str = "") -> str:
-    """Fingerprint of everything that shapes a document's chunks and postings."""
-    settings = json.dumps(
-        [
-            doc.title,
-            doc.source,
-            doc.metadata,
-            _policy_fingerprint(config.policy_for(doc.source, doc.language)),
-            config.title_weight,
-            salt,
-        ],
-        ensure_ascii=False,
-        sort_keys=True,
-        default=str,
+def content_hash(
+    doc: Document,
+    config: CollectionConfig,
+    salt: str = "",
+    policy: ChunkPolicy | None = None,
+    metadata: str | None = None,
+) -> str:
+    """Fingerprint of everything that shapes a document's chunks and postings (`policy`
+    and `metadata`, the document's chunk policy and metadata JSON, when the caller has them
+    already). The bytes hashed are those of one JSON list of the settings, then the text."""
+    policy = policy or config.policy_for(doc.source, doc.language)
+    if metadata is None:
+        metadata = json.dumps(doc.metadata, ensure_ascii=False, sort_keys=True, default=str)
+    # json.dumps([title, source, metadata, policy, weight, salt], sort_keys=True), written
+    # out so the metadata JSON computed once per document is reused
+    items = (doc.title, doc.source, _policy_fingerprint(policy), config.title_weight, salt)
+    title, source, fingerprint, weight, salted = (
+        json.dumps(item, ensure_ascii=False) for item in items
     )
+    settings = f"[{title}, {source}, {metadata}, {fingerprint}, {weight}, {salted}]"
     digest = hashlib.sha256(settings.encode("utf-8", "surrogatepass"))
     digest.update(b"\x00")
     digest.update(doc.text.encode("utf-8", "surrogatepass"))
     return digest.hexdigest()
+
+
+def chunk_terms(
+    prepared: Sequence[tuple[Document, Sequence[Any]]], tokenizer: Tokenizer, title_weight: int
+) -> ChunkTerms:
+    """The index terms of every chunk of `prepared` (documents and their spans), in order:
+    a chunk's own terms, then its document's title terms `title_weight` times."""
+    texts: list[str] = []
+    for doc, spans in prepared:
+        texts.extend(span.text for span in spans)
+        texts.append(doc.title or "")
+    numbered = iter(tokenizer.numbered(texts))
+    parts: list[list[int]] = []
+    lengths: list[int] = []
+    for _, spans in prepared:
+        own = [next(numbered) for _ in spans]
+        title = next(numbered) * title_weight
+        for numbers in own:
+            parts.append(numbers)
+            parts.append(title)
+            lengths.append(len(numbers) + len(title))
+    flat = np.fromiter(chain.from_iterable(parts), np.int64, sum(lengths))
+    return ChunkTerms(flat, np.array(lengths, np.int64), tokenizer.numbers)
 
 
 def embedding_text(title: str | None, text: str) -> str:
@@ -122,6 +151,12 @@ def _storable(value: str, what: str) -> None:
 
 def check_document(doc: Any) -> Document:
     """A Document fit to store, or `InputError` saying what is wrong with it."""
+    return checked_document(doc)[0]
+
+
+def checked_document(doc: Any) -> tuple[Document, str]:
+    """A Document fit to store and its metadata as canonical JSON (sorted keys, text as
+    is; what the store keeps and the content hash covers), or `InputError`."""
     if not isinstance(doc, Document):
         raise InputError(f"expected a ragloom.Document, got {type(doc).__name__}")
     if not isinstance(doc.id, str) or not doc.id.strip():
@@ -141,13 +176,14 @@ def check_document(doc: Any) -> Document:
     if not isinstance(doc.metadata, dict):
         raise InputError(f"document {doc.id!r}: metadata must be a JSON object (dict)")
     try:
-        _storable(json.dumps(doc.metadata, allow_nan=False, ensure_ascii=False), "metadata")
+        metadata = json.dumps(doc.metadata, allow_nan=False, ensure_ascii=False, sort_keys=True)
     except (TypeError, ValueError) as exc:
         raise InputError(
             f"document {doc.id!r}: metadata is not plain JSON ({exc})",
             "use strings, finite numbers, booleans, null, lists and objects",
         ) from None
-    return doc
+    _storable(metadata, "metadata")
+    return doc, metadata
 
 
 def check_collection_name(collection: Any) -> str:
@@ -212,11 +248,12 @@ class Ingest:
             raise InputError(f"on_embed_error must be one of {', '.join(ON_EMBED_ERROR)}")
         report = IndexReport()
         self.collection(collection)
-        batches: dict[str, list[Document]] = {}
+        batches: dict[str, list[tuple[Document, str]]] = {}
         for doc in documents:
-            target = check_document(doc).collection or collection
+            checked = checked_document(doc)
+            target = doc.collection or collection
             batch = batches.setdefault(target, [])
-            batch.append(doc)
+            batch.append(checked)
             if len(batch) >= WRITE_BATCH:
                 self._write_batch(target, batch, report, enrichers, on_embed_error)
                 if on_batch:
@@ -232,16 +269,21 @@ class Ingest:
     def _write_batch(
         self,
         name: str,
-        batch: list[Document],
+        batch: list[tuple[Document, str]],
         report: IndexReport,
         enrichers: Sequence[Enricher],
         on_embed_error: str,
     ) -> None:
         info = self.collection(name)
         config = CollectionConfig.from_dict(info.config)
-        latest = {d.id: d for d in batch}  # the last version of an id wins
+        latest = {d.id: d for d, _ in batch}  # the last version of an id wins
+        metadata = {d.id: m for d, m in batch}
         salt = enrichers_fingerprint(enrichers)
-        hashes = {doc_id: content_hash(d, config, salt) for doc_id, d in latest.items()}
+        policies = {doc_id: config.policy_for(d.source, d.language) for doc_id, d in latest.items()}
+        hashes = {
+            doc_id: content_hash(d, config, salt, policies[doc_id], metadata[doc_id])
+            for doc_id, d in latest.items()
+        }
         with self.store.snapshot() as snap:
             stored = snap.content_hashes(name, list(latest))
             has_chunks = snap.collection(name).size() > 0
@@ -258,37 +300,34 @@ class Ingest:
             return
         embedder = self.writable(info, has_chunks)
         info = self.store.collections()[name]
-        tokenizer = analyzer_for(config.tokenizer)
-        prepared = [self._prepare(doc, config, tokenizer, enrichers, report) for doc in changed]
+        prepared = [self._prepare(doc, policies[doc.id], enrichers, report) for doc in changed]
+        terms = chunk_terms(prepared, analyzer_for(config.tokenizer), config.title_weight)
         vectors = self._vectors(info, embedder, prepared, report, on_embed_error)
         new_docs = []
         position = 0
         for doc, spans in prepared:
             chunks = []
-            for n, (span, terms) in enumerate(spans):
+            for n, span in enumerate(spans):
                 vector = vectors[position] if vectors is not None else None
                 position += 1
                 chunks.append(
-                    NewChunk(n, span.text, span.start, span.end, span.metadata, terms, vector)
+                    NewChunk(n, span.text, span.start, span.end, span.metadata, [], vector)
                 )
-            new_docs.append(NewDocument(doc, hashes[doc.id], chunks))
+            new_docs.append(NewDocument(doc, hashes[doc.id], chunks, metadata[doc.id]))
         with self.store.write() as write:
-            outcome = write.put(info, new_docs)
+            outcome = write.put(info, new_docs, terms)
         report.documents += outcome.documents
         report.chunks += outcome.chunks
 
     @staticmethod
-    def _prepare(doc, config: CollectionConfig, tokenizer: Tokenizer, enrichers, report):
-        """Chunk, enrich and tokenize one document: (document, [(span, its index terms)]).
-        Fragments dropped by min_chars are counted in `report`."""
-        terms = tokenizer.terms
-        title_terms = terms(doc.title) * config.title_weight if doc.title else []
-        policy = config.policy_for(doc.source, doc.language)
+    def _prepare(doc, policy: ChunkPolicy, enrichers, report):
+        """Chunk and enrich one document: (document, [spans]). Fragments dropped by
+        min_chars are counted in `report`."""
         spans, fragments = split_document(doc.text, policy, doc.source, doc.title)
         report.fragments += fragments
         if enrichers:
             spans = [enrich_span(doc, span, enrichers) for span in spans]
-        return doc, [(span, terms(span.text) + title_terms) for span in spans]
+        return doc, spans
 
     def _vectors(
         self,
@@ -301,12 +340,10 @@ class Ingest:
         """A vector (or None: pending) per chunk; None when the collection has no model."""
         if embedder is None:
             return None
-        texts = [
-            embedding_text(doc.title, span.text) for doc, spans in prepared for span, _ in spans
-        ]
+        texts = [embedding_text(doc.title, span.text) for doc, spans in prepared for span in spans]
         if not texts:
             return []
-        hashes = [text_hash(doc.title, span.text) for doc, spans in prepared for span, _ in spans]
+        hashes = [text_hash(doc.title, span.text) for doc, spans in prepared for span in spans]
         known = self.store.reusable_vectors(
             info, embedder.name, [doc.id for doc, _ in prepared], hashes
         )

@@ -155,11 +155,19 @@ def count_flat(
     lengths = np.fromiter(map(len, term_lists), np.int64, len(term_lists))
     flat = chain.from_iterable(term_lists)
     ids = np.fromiter(map(vocab.__getitem__, flat), np.int64, int(lengths.sum()))
+    return count_ids(ids, lengths)
+
+
+def count_ids(ids: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """`count_flat` for term ids already looked up: every chunk's ids (repeats kept) one
+    chunk after another, `lengths` terms each."""
+    ids = np.asarray(ids, np.int64)
+    lengths = np.asarray(lengths, np.int64)
     width = int(ids.max()) + 1 if len(ids) else 1
-    keys = np.repeat(np.arange(len(term_lists), dtype=np.int64), lengths) * width + ids
+    keys = np.repeat(np.arange(len(lengths), dtype=np.int64), lengths) * width + ids
     unique, counts = np.unique(keys, return_counts=True)
     chunk_of, term_of = np.divmod(unique, width)
-    per_chunk = np.bincount(chunk_of, minlength=len(term_lists)).astype(np.int64)
+    per_chunk = np.bincount(chunk_of, minlength=len(lengths)).astype(np.int64)
     return term_of.astype(np.uint32), counts.astype(np.uint32), per_chunk
 
 

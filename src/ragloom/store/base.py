@@ -19,6 +19,7 @@ import numpy as np
 from ragloom.lexical.bm25 import BM25Params
 from ragloom.retrieval.filters import FilterNode
 from ragloom.store.records import (
+    ChunkTerms,
     CollectionInfo,
     NewDocument,
     StoredChunk,
@@ -185,8 +186,16 @@ class Write(ABC):
         """Stored content hash of each of `doc_ids` that exists."""
 
     @abstractmethod
-    def put(self, collection: CollectionInfo, documents: Sequence[NewDocument]) -> WriteOutcome:
-        """Store documents, each replacing all chunks of a stored document of the same id."""
+    def put(
+        self,
+        collection: CollectionInfo,
+        documents: Sequence[NewDocument],
+        terms: ChunkTerms | None = None,
+    ) -> WriteOutcome:
+        """Store documents, each replacing all chunks of a stored document of the same id.
+
+        `terms` holds the index terms of all their chunks in order (the fast form ingest
+        uses); without it each chunk's own `terms` list is used."""
 
     @abstractmethod
     def delete(self, collection: CollectionInfo, doc_id: str) -> int | None:

@@ -8,6 +8,9 @@ from typing import Any
 import numpy as np
 
 from ragloom.models import Document
+from ragloom.text.numbering import ChunkTerms
+
+__all__ = ["ChunkTerms"]  # the flat terms of a write's chunks travel beside its documents
 
 
 @dataclass(frozen=True)
@@ -44,15 +47,16 @@ class StoredChunk:
 
 @dataclass(frozen=True, eq=False)
 class NewChunk:
-    """A chunk to store: its span, metadata, index terms (repeats kept) and vector (None:
-    pending, to be filled when the embedding service answers)."""
+    """A chunk to store: its span, metadata, index terms (repeats kept; or given for the
+    whole write as `ChunkTerms`) and vector (None: pending, to be filled when the embedding
+    service answers)."""
 
     n: int
     text: str
     start: int
     end: int
     metadata: dict[str, Any]
-    terms: list[str]
+    terms: list[str] = field(default_factory=list)
     vector: np.ndarray | None = None
 
 
@@ -63,6 +67,7 @@ class NewDocument:
     document: Document
     content_hash: str
     chunks: list[NewChunk]
+    metadata_json: str | None = None  # the document's metadata as canonical JSON, if known
 
 
 @dataclass

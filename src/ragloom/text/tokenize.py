@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from functools import lru_cache
 from itertools import chain, filterfalse
@@ -12,6 +13,7 @@ import Stemmer
 
 from ragloom.errors import InputError
 from ragloom.text.identifiers import identifier_terms
+from ragloom.text.numbering import TermNumbers
 from ragloom.text.stopwords import stopwords_for
 
 _CACHE_LIMIT = 2_000_000
@@ -113,6 +115,8 @@ class Tokenizer:
                 "use 'none' or a Snowball algorithm such as 'english' or 'porter'",
             )
         self._term_of_word: dict[str, str] = {}
+        self.numbers = TermNumbers()  # what the numbers of `numbered` stand for
+        self._numbers_of_word = _LearningCache(self._number_word)
 
     def words(self, text: str) -> list[str]:
         """Folded, lowercased words, stop words included (before stemming).
@@ -172,6 +176,45 @@ class Tokenizer:
         except KeyError:
             self._learn(words)
             return list(filter(None, map(lookup, words)))
+
+    def numbered(self, texts: Sequence[str]) -> list[list[int]]:
+        """Each text's index terms as numbers (`self.numbers` names them): the form of `terms`
+        that indexing uses. A word never seen is analyzed when first looked up, so a batch
+        costs one C-level pass over each text's words, whatever is new in it."""
+        if len(self.numbers) > _CACHE_LIMIT:  # an endless vocabulary: start numbering afresh
+            self.numbers = TermNumbers()  # (between batches: a batch has one numbering)
+            self._numbers_of_word.clear()
+        elif len(self._numbers_of_word) > _CACHE_LIMIT:  # bound memory; numbers stay valid
+            self._numbers_of_word.clear()
+        lookup = self._numbers_of_word.__getitem__
+        words_of = self.words
+        if self.config.split_identifiers:
+            return [list(chain.from_iterable(map(lookup, words_of(t)))) for t in texts]  # type: ignore[arg-type]
+        return [list(filter(None, map(lookup, words_of(t)))) for t in texts]  # type: ignore[arg-type]
+
+    def _number_word(self, word: str) -> int | tuple[int, ...]:
+        """A word's term number (0: a stop word), or its identifier terms' numbers."""
+        if self.config.split_identifiers:
+            parts = [p for p in identifier_terms(word) if p not in self._stop]
+            stemmed = self._stemmer.stemWords(parts) if self._stemmer is not None else parts
+            return tuple(self.numbers.number(stemmed))
+        if word in self._stop:
+            return 0
+        term = self._stemmer.stemWord(word) if self._stemmer is not None else word
+        return self.numbers.number_one(term)
+
+
+class _LearningCache(dict):
+    """word -> term number(s), analyzing a missing word when it is first looked up (called
+    from C by dict lookups, so known words cost nothing extra)."""
+
+    def __init__(self, learn: Callable[[str], int | tuple[int, ...]]) -> None:
+        super().__init__()
+        self._learn = learn
+
+    def __missing__(self, word: str) -> int | tuple[int, ...]:
+        value = self[word] = self._learn(word)
+        return value
 
 
 @lru_cache(maxsize=16)

@@ -20,7 +20,7 @@ from ragloom.errors import InputError
 from ragloom.store.base import Write
 from ragloom.store.postgres.hnsw import index_name
 from ragloom.store.postgres.vectors import vector_text
-from ragloom.store.records import CollectionInfo, NewDocument, WriteOutcome
+from ragloom.store.records import ChunkTerms, CollectionInfo, NewDocument, WriteOutcome
 from ragloom.store.sqlite.views import dimension_of, epoch_of
 from ragloom.store.sqlite.write import VECTOR_CACHE_LIMIT, document_gaps, text_hash
 
@@ -151,7 +151,12 @@ class PostgresWrite(Write):
         return self._remove(collection, [int(row[0])])
 
     # -- adding -----------------------------------------------------------------------
-    def put(self, collection: CollectionInfo, documents: Sequence[NewDocument]) -> WriteOutcome:
+    def put(
+        self,
+        collection: CollectionInfo,
+        documents: Sequence[NewDocument],
+        terms: ChunkTerms | None = None,
+    ) -> WriteOutcome:
         outcome = WriteOutcome()
         self.touched.add(collection.id)
         if not documents:
@@ -175,8 +180,11 @@ class PostgresWrite(Write):
                     f"a vector has {vector.shape[0]} dimensions; the collection's model has "
                     f"{dimension}"
                 )
-        rows = self._insert(collection, documents)
-        length = sum(len(c.terms) for c in chunks)
+        if terms is not None and len(terms) != len(chunks):
+            raise ValueError(f"terms for {len(terms)} chunks given with {len(chunks)} chunks")
+        term_lists = terms.lists() if terms is not None else [c.terms for c in chunks]
+        rows = self._insert(collection, documents, term_lists)
+        length = sum(map(len, term_lists))
         self._count(collection, len(rows), length, len(known))
         outcome.documents = len(documents)
         outcome.chunks = len(rows)
@@ -184,8 +192,14 @@ class PostgresWrite(Write):
         outcome.pending = len(chunks) - len(known) if dimension is not None else 0
         return outcome
 
-    def _insert(self, collection: CollectionInfo, documents: Sequence[NewDocument]) -> list[int]:
-        """COPY the documents, chunks and postings in; returns the chunk row ids."""
+    def _insert(
+        self,
+        collection: CollectionInfo,
+        documents: Sequence[NewDocument],
+        term_lists: Sequence[Sequence[str]],
+    ) -> list[int]:
+        """COPY the documents, chunks and postings in (`term_lists`: each chunk's terms, in
+        order); returns the chunk row ids."""
         conn = self.conn
         n_chunks = sum(len(d.chunks) for d in documents)
         doc_ids, chunk_ids = conn.execute(
@@ -210,7 +224,7 @@ class PostgresWrite(Write):
                             d.id,
                             d.source,
                             d.title,
-                            _json(d.metadata),
+                            new.metadata_json or _json(d.metadata),
                             new.content_hash,
                             len(d.text),
                             document_gaps(d.text, spans),
@@ -218,6 +232,7 @@ class PostgresWrite(Write):
                         )
                     )
             ids = iter(chunk_ids)
+            chunk_terms = iter(term_lists)
             postings: list[tuple[int, str, int, int]] = []
             with cur.copy(
                 'COPY chunks (id, collection_id, document_id, n, start, "end", text, own,'
@@ -227,9 +242,10 @@ class PostgresWrite(Write):
                     base = new.document.metadata
                     for c in new.chunks:
                         row_id = next(ids)
-                        counts = Counter(c.terms)
+                        words = next(chunk_terms)
+                        counts = Counter(words)
                         df.update(counts.keys())
-                        length = len(c.terms)
+                        length = len(words)
                         postings.extend((row_id, t, f, length) for t, f in counts.items())
                         merged = {**base, **c.metadata} if c.metadata else base
                         copy.write_row(

@@ -37,36 +37,11 @@ from ragloom.store.sqlite.views import (
     load_view,
     read_collections,
 )
+from ragloom.store.sqlite.vocabulary import NumberedTerms, TermCache
 from ragloom.store.sqlite.write import SQLiteWrite, rows_in, text_hash
+from ragloom.text.numbering import TermNumbers
 
 HISTORY = 8  # recent views kept per collection, for snapshots a little behind the newest
-
-
-class TermCache:
-    """term -> id for committed vocabulary (ids never change once committed)."""
-
-    LIMIT = 3_000_000
-
-    def __init__(self) -> None:
-        self._ids: dict[str, int] = {}
-
-    def known(self, terms: set[str]) -> dict[str, int]:
-        ids = self._ids
-        return {t: ids[t] for t in terms if t in ids}
-
-    def lookup(self, conn: sqlite3.Connection, terms: set[str]) -> dict[str, int]:
-        found = self.known(terms)
-        missing = [t for t in terms if t not in found]
-        if missing:
-            rows = rows_in(conn, "SELECT term, id FROM terms WHERE term IN ({marks})", [], missing)
-            found.update(rows)
-            self.add(dict(rows))
-        return found
-
-    def add(self, pairs: dict[str, int]) -> None:
-        if len(self._ids) + len(pairs) > self.LIMIT:
-            self._ids = {}
-        self._ids.update(pairs)
 
 
 class SQLiteStore(Store):
@@ -80,6 +55,7 @@ class SQLiteStore(Store):
         self._immutable = state.immutable
         self.files = SegmentFiles(self.path.with_name(self.path.name + "-segments"))
         self.terms = TermCache()
+        self.numbered = NumberedTerms()
         self._write_lock = threading.RLock()
         self._views_lock = threading.Lock()
         self._views: dict[int, deque[CollectionView]] = {}
@@ -175,6 +151,10 @@ class SQLiteStore(Store):
     def collections(self) -> dict[str, CollectionInfo]:
         with self.snapshot() as snap:
             return snap.collections()
+
+    def term_ids(self, names: TermNumbers, numbers: np.ndarray) -> np.ndarray:
+        """Committed term ids of analyzer term numbers (-1: look the term up by name)."""
+        return self.numbered.ids(names, numbers)
 
     def current_view(self, collection_id: int) -> CollectionView | None:
         history = self._views.get(collection_id)
@@ -277,6 +257,8 @@ class SQLiteStore(Store):
     def _publish(self, write: SQLiteWrite) -> None:
         """After COMMIT: the new vocabulary and views (memory follows the commit)."""
         self.terms.add(write.new_terms)
+        for names, numbers, ids in write.numbered:
+            self.numbered.learn(names, numbers, ids)
         for collection_id, changes in write.changes.items():
             base = self.current_view(collection_id)
             if base is not None and base.generation >= write.generation and not changes.layout:

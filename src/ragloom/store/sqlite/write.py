@@ -14,17 +14,17 @@ import sqlite3
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from itertools import chain
 from typing import Any
 
 import numpy as np
 
 from ragloom.errors import InputError
-from ragloom.segments.postings import count_flat, encode_flat
+from ragloom.segments.postings import count_ids, encode_flat
 from ragloom.segments.segment import Segment
 from ragloom.store.base import Write
-from ragloom.store.records import CollectionInfo, NewDocument, WriteOutcome
+from ragloom.store.records import ChunkTerms, CollectionInfo, NewDocument, WriteOutcome
 from ragloom.store.sqlite.views import dimension_of, epoch_of, segment_from
+from ragloom.text.numbering import TermNumbers
 
 SLICE = 500  # rows per IN (...) list, under SQLite's parameter limit
 VECTOR_CACHE_LIMIT = 20_000  # vectors of deleted chunks kept for re-adds (about 30 MB)
@@ -91,6 +91,9 @@ class SQLiteWrite(Write):
         self.generation = generation  # the generation this write will commit as
         self.changes: dict[int, Changes] = {}
         self.new_terms: dict[str, int] = {}
+        # (numbering, numbers, term ids) learned by this write: the store's number -> id
+        # tables take them after commit
+        self.numbered: list[tuple[TermNumbers, np.ndarray, np.ndarray]] = []
         self.touched: set[int] = set()
 
     def _changes(self, collection: CollectionInfo) -> Changes:
@@ -189,7 +192,12 @@ class SQLiteWrite(Write):
             (VECTOR_CACHE_LIMIT,),
         )
 
-    def put(self, collection: CollectionInfo, documents: Sequence[NewDocument]) -> WriteOutcome:
+    def put(
+        self,
+        collection: CollectionInfo,
+        documents: Sequence[NewDocument],
+        terms: ChunkTerms | None = None,
+    ) -> WriteOutcome:
         changes = self._changes(collection)
         outcome = WriteOutcome()
         if not documents:
@@ -204,8 +212,11 @@ class SQLiteWrite(Write):
         changes.removed.extend(removed)
         outcome.removed_chunks = len(removed)
         chunks = [c for d in documents for c in d.chunks]
-        vocab = self._vocabulary(chain.from_iterable(c.terms for c in chunks))
-        postings = count_flat([c.terms for c in chunks], vocab)
+        if terms is None:
+            terms = ChunkTerms.from_lists([c.terms for c in chunks])
+        elif len(terms) != len(chunks):
+            raise ValueError(f"terms for {len(terms)} chunks given with {len(chunks)} chunks")
+        postings = count_ids(self._term_ids(terms), terms.lengths)
         config = self._config(collection)
         dimension = dimension_of(config)
         vectors = [c.vector for c in chunks]
@@ -243,6 +254,20 @@ class SQLiteWrite(Write):
         outcome.rows = rows
         outcome.pending = sum(v is None for v in vectors) if dimension is not None else 0
         return outcome
+
+    def _term_ids(self, terms: ChunkTerms) -> np.ndarray:
+        """The store's term id of every term number in `terms` (one array lookup for terms
+        this process has written before; the others found or inserted by name)."""
+        ids = self.store.term_ids(terms.names, terms.numbers)
+        unknown = ids < 0
+        if unknown.any():
+            numbers = np.unique(terms.numbers[unknown])
+            names = terms.names.names(numbers.tolist())
+            vocab = self._vocabulary(names)
+            found = np.fromiter(map(vocab.__getitem__, names), np.int64, len(names))
+            ids[unknown] = found[np.searchsorted(numbers, terms.numbers[unknown])]
+            self.numbered.append((terms.names, numbers, found))
+        return ids
 
     def _vocabulary(self, terms: Iterable[str]) -> dict[str, int]:
         """Ids of every term, inserting terms never seen (recorded to publish after commit)."""
@@ -291,7 +316,7 @@ class SQLiteWrite(Write):
                     d.id,
                     d.source,
                     d.title,
-                    _json(d.metadata),
+                    new.metadata_json or _json(d.metadata),
                     new.content_hash,
                     len(d.text),
                     document_gaps(d.text, spans),

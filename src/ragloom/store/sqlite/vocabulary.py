@@ -1,0 +1,74 @@
+"""The committed vocabulary in memory: term -> id, and analyzer term numbers -> id.
+
+Term ids never change once committed, so both caches only grow (within bounds); a write
+reads them and records what it inserted, which the store adds after COMMIT.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import weakref
+
+import numpy as np
+
+from ragloom.store.sqlite.write import rows_in
+from ragloom.text.numbering import TermNumbers
+
+
+class TermCache:
+    """term -> id for committed vocabulary (ids never change once committed)."""
+
+    LIMIT = 3_000_000
+
+    def __init__(self) -> None:
+        self._ids: dict[str, int] = {}
+
+    def known(self, terms: set[str]) -> dict[str, int]:
+        ids = self._ids
+        return {t: ids[t] for t in terms if t in ids}
+
+    def lookup(self, conn: sqlite3.Connection, terms: set[str]) -> dict[str, int]:
+        found = self.known(terms)
+        missing = [t for t in terms if t not in found]
+        if missing:
+            rows = rows_in(conn, "SELECT term, id FROM terms WHERE term IN ({marks})", [], missing)
+            found.update(rows)
+            self.add(dict(rows))
+        return found
+
+    def add(self, pairs: dict[str, int]) -> None:
+        if len(self._ids) + len(pairs) > self.LIMIT:
+            self._ids = {}
+        self._ids.update(pairs)
+
+
+class NumberedTerms:
+    """Committed term ids by an analyzer's term numbers: numbers -> ids in one array lookup
+    (-1 where this process has not written the term yet). Written only under the lock."""
+
+    def __init__(self) -> None:
+        self._tables: weakref.WeakKeyDictionary[TermNumbers, np.ndarray] = (
+            weakref.WeakKeyDictionary()
+        )
+
+    def ids(self, names: TermNumbers, numbers: np.ndarray) -> np.ndarray:
+        """A new array: the id of each number, or -1."""
+        table = self._tables.get(names)
+        if table is None or not len(numbers):
+            return np.full(len(numbers), -1, np.int64)
+        inside = numbers < len(table)
+        if inside.all():
+            return table[numbers]
+        out = np.full(len(numbers), -1, np.int64)
+        out[inside] = table[numbers[inside]]
+        return out
+
+    def learn(self, names: TermNumbers, numbers: np.ndarray, ids: np.ndarray) -> None:
+        table = self._tables.get(names)
+        size = max(len(names), int(numbers.max()) + 1 if len(numbers) else 0)
+        if table is None or len(table) < size:
+            grown = np.full(max(size, 2 * len(table) if table is not None else 0), -1, np.int64)
+            if table is not None:
+                grown[: len(table)] = table
+            table = self._tables[names] = grown
+        table[numbers] = ids

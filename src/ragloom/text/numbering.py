@@ -1,0 +1,86 @@
+"""Numbers for index terms, so a batch of chunks travels as one integer array.
+
+Ingest turns every word into a term number (the analyzer remembers word -> number) and hands
+the store flat arrays instead of a list of strings per chunk; the store maps numbers to its
+own term ids with one array lookup. Numbers are process-local and never reused: 0 stands for
+no term (a stop word), 1.. for terms in the order they were first seen.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from itertools import chain
+
+import numpy as np
+
+
+class TermNumbers:
+    """term <-> number for one analyzer (or one batch of given term lists); append-only."""
+
+    def __init__(self) -> None:
+        self.terms: list[str] = [""]  # number -> term; 0 is no term
+        self._number: dict[str, int] = {"": 0}
+
+    def __len__(self) -> int:
+        return len(self.terms)
+
+    def number(self, terms: Iterable[str]) -> list[int]:
+        """The number of each term, giving new terms the next free numbers."""
+        known = self._number
+        out = []
+        for term in terms:
+            n = known.get(term)
+            if n is None:
+                n = known[term] = len(self.terms)
+                self.terms.append(term)
+            out.append(n)
+        return out
+
+    def number_one(self, term: str) -> int:
+        """The number of one term (a new one gets the next free number)."""
+        n = self._number.get(term)
+        if n is None:
+            n = self._number[term] = len(self.terms)
+            self.terms.append(term)
+        return n
+
+    def names(self, numbers: Sequence[int]) -> list[str]:
+        terms = self.terms
+        return [terms[n] for n in numbers]
+
+
+class ChunkTerms:
+    """The index terms of many chunks, flat: every chunk's term numbers (repeats kept) one
+    chunk after another, how many each chunk has, and what the numbers stand for."""
+
+    __slots__ = ("lengths", "names", "numbers")
+
+    def __init__(self, numbers: np.ndarray, lengths: np.ndarray, names: TermNumbers) -> None:
+        self.numbers = np.asarray(numbers, np.int64)
+        self.lengths = np.asarray(lengths, np.int64)
+        self.names = names
+        if int(self.lengths.sum()) != len(self.numbers):
+            raise ValueError("chunk term lengths do not add up to the numbers given")
+
+    @classmethod
+    def from_lists(cls, term_lists: Sequence[Sequence[str]]) -> ChunkTerms:
+        """Per-chunk lists of term strings, numbered afresh (exports, tests, other callers)."""
+        names = TermNumbers()
+        numbers = names.number(chain.from_iterable(term_lists))
+        return cls(np.array(numbers, np.int64), np.fromiter(map(len, term_lists), np.int64), names)
+
+    @classmethod
+    def from_numbers(cls, number_lists: Sequence[Sequence[int]], names: TermNumbers) -> ChunkTerms:
+        lengths = np.fromiter(map(len, number_lists), np.int64, len(number_lists))
+        flat = np.fromiter(chain.from_iterable(number_lists), np.int64, int(lengths.sum()))
+        return cls(flat, lengths, names)
+
+    def __len__(self) -> int:
+        return len(self.lengths)
+
+    def lists(self) -> list[list[str]]:
+        """Each chunk's terms as strings (for stores that keep strings)."""
+        terms = self.names.terms
+        bounds = np.concatenate(([0], np.cumsum(self.lengths))).tolist()
+        flat = [terms[n] for n in self.numbers.tolist()]
+        return [flat[lo:hi] for lo, hi in zip(bounds[:-1], bounds[1:])]

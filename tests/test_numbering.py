@@ -1,0 +1,81 @@
+"""Term numbers: what indexing hands the store instead of per-chunk lists of strings.
+
+`Tokenizer.numbered` must name exactly the terms the analyzer gives (the reference one
+included), in every configuration, when the word cache fills and is cleared mid-batch, and
+when a numbering is started afresh between batches."""
+
+from __future__ import annotations
+
+from unittest import mock
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ragloom.evaluation.beir import load_beir
+from ragloom.text import Tokenizer, TokenizerConfig
+from ragloom.text import tokenize as tokenize_module
+from ragloom.text.numbering import ChunkTerms, TermNumbers
+
+from . import reference_tokenize as reference
+from .conftest import shared_dataset
+from .test_tokenize_equivalence import CONFIGS, ascii_text, mixed_text, words_text
+
+texts_strategy = st.lists(st.one_of(ascii_text, mixed_text, words_text), min_size=1, max_size=6)
+
+
+def reference_for(config: TokenizerConfig) -> reference.Tokenizer:
+    return reference.Tokenizer(reference.TokenizerConfig(**config.to_dict()))
+
+
+@pytest.mark.parametrize("config", CONFIGS, ids=lambda c: repr(c.to_dict()))
+@settings(max_examples=60, deadline=None)
+@given(batches=st.lists(texts_strategy, min_size=1, max_size=3), limit=st.sampled_from([3, 10**9]))
+def test_numbers_name_the_terms_of_the_reference_analyzer(
+    config: TokenizerConfig, batches: list[list[str]], limit: int
+):
+    fast, old = Tokenizer(config), reference_for(config)
+    with mock.patch.object(tokenize_module, "_CACHE_LIMIT", limit):
+        for texts in batches * 2:  # twice: the second pass is served by the caches
+            numbered = fast.numbered(texts)
+            assert [fast.numbers.names(n) for n in numbered] == [old.terms(t) for t in texts]
+
+
+def test_a_full_numbering_starts_afresh_between_batches_only():
+    tokenizer = Tokenizer()
+    with mock.patch.object(tokenize_module, "_CACHE_LIMIT", 4):
+        first = tokenizer.numbered(["alpha beta gamma delta epsilon zeta eta theta"])
+        before = tokenizer.numbers
+        assert len(before) > 4  # the batch finished with the numbering it began with
+        assert before.names(first[0])[0] == "alpha"
+        second = tokenizer.numbered(["alpha iota"])
+    assert tokenizer.numbers is not before
+    assert tokenizer.numbers.names(second[0]) == ["alpha", "iota"]
+
+
+def test_term_numbers_are_stable_and_zero_is_no_term():
+    names = TermNumbers()
+    assert names.number(["a", "b", "a", ""]) == [1, 2, 1, 0]
+    assert names.number(["c", "b"]) == [3, 2]
+    assert names.names([3, 1]) == ["c", "a"]
+
+
+def test_chunk_terms_from_lists_round_trip():
+    lists = [["fox", "dog", "fox"], [], ["dog"]]
+    terms = ChunkTerms.from_lists(lists)
+    assert len(terms) == 3
+    assert terms.lengths.tolist() == [3, 0, 1]
+    assert terms.lists() == lists
+    with pytest.raises(ValueError, match="add up"):
+        ChunkTerms(np.array([1, 2]), np.array([1]), terms.names)
+
+
+@pytest.mark.parametrize("name", ["scifact", "cranfield"])
+def test_numbers_match_terms_on_the_shared_collections(name: str):
+    tokenizer, old = Tokenizer(), reference_for(TokenizerConfig())
+    texts = [doc.text for doc in load_beir(shared_dataset(name)).iter_corpus()]
+    for start in range(0, len(texts), 512):
+        batch = texts[start : start + 512]
+        numbered = tokenizer.numbered(batch)
+        assert [tokenizer.numbers.names(n) for n in numbered] == [old.terms(t) for t in batch]
