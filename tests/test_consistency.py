@@ -128,6 +128,39 @@ def test_a_failed_commit_changes_neither_file_nor_memory(tmp_path: Path, monkeyp
         assert index.check() == []
 
 
+def test_term_ids_stay_right_when_two_writers_add_vocabulary_in_turn(tmp_path: Path) -> None:
+    """Each index object caches the vocabulary it has written and skips looking up terms
+    it lacks while it knows it holds them all; once another writer (here a second index on
+    the same file, as another process) adds terms, lookups resume and no term is doubled."""
+    path = tmp_path / "i.db"
+    with Index(path, embedder=None) as first, Index(path, embedder=None) as second:
+        first.add([Document("a", "apple orchard")])
+        second.add([Document("b", "banana cherry orchard")])
+        first.add([Document("c", "cherry damson apple")])  # cherry exists: found, not added
+        second.add([Document("d", "damson elder")])
+        first.add([Document("e", "elder fig banana")])
+        with Index(tmp_path / "fresh.db", embedder=None) as fresh:
+            fresh.add(
+                [
+                    Document(i, t)
+                    for i, t in [
+                        ("a", "apple orchard"),
+                        ("b", "banana cherry orchard"),
+                        ("c", "cherry damson apple"),
+                        ("d", "damson elder"),
+                        ("e", "elder fig banana"),
+                    ]
+                ]
+            )
+            for query in ["cherry", "damson", "elder", "banana apple", "orchard fig"]:
+                assert _scores(first, query) == _scores(fresh, query), query
+                assert _scores(second, query) == _scores(fresh, query), query
+        assert first.check() == []
+    with sqlite3.connect(path) as conn:
+        terms = [t for (t,) in conn.execute("SELECT term FROM terms")]
+    assert len(terms) == len(set(terms)) == 7
+
+
 @pytest.mark.skipif(os.geteuid() != 0, reason="mounting a tmpfs needs root")
 def test_a_full_disk_is_storage_full_and_nothing_is_lost(tmp_path: Path) -> None:
     mount = tmp_path / "small"

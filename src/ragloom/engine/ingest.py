@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
-from itertools import chain
+from json.encoder import encode_basestring  # type: ignore[attr-defined]
 from typing import Any
 
 import numpy as np
@@ -28,6 +28,7 @@ from ragloom.enrich import Enricher, enrich_span, enrichers_fingerprint
 from ragloom.errors import EmbeddingError, EmbeddingMismatch, InputError
 from ragloom.loading.run import FileFailure
 from ragloom.models import Document
+from ragloom.segments.postings import concat_ranges
 from ragloom.store.base import Store
 from ragloom.store.records import ChunkTerms, CollectionInfo, NewChunk, NewDocument
 from ragloom.store.sqlite.write import text_hash
@@ -85,6 +86,21 @@ def _policy_fingerprint(policy: ChunkPolicy) -> str:
     return json.dumps({**policy.to_dict(), "chunker": CHUNKER_VERSION}, sort_keys=True)
 
 
+@lru_cache(maxsize=256)
+def _settings_tail(policy: ChunkPolicy, title_weight: int, salt: str) -> str:
+    """The JSON of [policy fingerprint, title weight, salt] without its brackets."""
+    return json.dumps([_policy_fingerprint(policy), title_weight, salt], ensure_ascii=False)[1:-1]
+
+
+def _json_text(value: str | None) -> str:
+    """`json.dumps(value, ensure_ascii=False)` for a string or None, without building an
+    encoder per call (this runs for every document)."""
+    return "null" if value is None else encode_basestring(value)
+
+
+_metadata_json = json.JSONEncoder(ensure_ascii=False, sort_keys=True, allow_nan=False).encode
+
+
 def content_hash(
     doc: Document,
     config: CollectionConfig,
@@ -100,11 +116,8 @@ def content_hash(
         metadata = json.dumps(doc.metadata, ensure_ascii=False, sort_keys=True, default=str)
     # json.dumps([title, source, metadata, policy, weight, salt], sort_keys=True), written
     # out so the metadata JSON computed once per document is reused
-    items = (doc.title, doc.source, _policy_fingerprint(policy), config.title_weight, salt)
-    title, source, fingerprint, weight, salted = (
-        json.dumps(item, ensure_ascii=False) for item in items
-    )
-    settings = f"[{title}, {source}, {metadata}, {fingerprint}, {weight}, {salted}]"
+    tail = _settings_tail(policy, config.title_weight, salt)
+    settings = f"[{_json_text(doc.title)}, {_json_text(doc.source)}, {metadata}, {tail}]"
     digest = hashlib.sha256(settings.encode("utf-8", "surrogatepass"))
     digest.update(b"\x00")
     digest.update(doc.text.encode("utf-8", "surrogatepass"))
@@ -117,21 +130,24 @@ def chunk_terms(
     """The index terms of every chunk of `prepared` (documents and their spans), in order:
     a chunk's own terms, then its document's title terms `title_weight` times."""
     texts: list[str] = []
+    own: list[int] = []  # which text is each chunk's own
+    title: list[int] = []  # which text is its document's title
     for doc, spans in prepared:
+        first = len(texts)
         texts.extend(span.text for span in spans)
         texts.append(doc.title or "")
-    numbered = iter(tokenizer.numbered(texts))
-    parts: list[list[int]] = []
-    lengths: list[int] = []
-    for _, spans in prepared:
-        own = [next(numbered) for _ in spans]
-        title = next(numbered) * title_weight
-        for numbers in own:
-            parts.append(numbers)
-            parts.append(title)
-            lengths.append(len(numbers) + len(title))
-    flat = np.fromiter(chain.from_iterable(parts), np.int64, sum(lengths))
-    return ChunkTerms(flat, np.array(lengths, np.int64), tokenizer.numbers)
+        own.extend(range(first, first + len(spans)))
+        title.extend([first + len(spans)] * len(spans))
+    numbers, counts = tokenizer.numbered(texts)
+    starts = np.cumsum(counts) - counts
+    mine, titles = np.array(own, np.int64), np.array(title, np.int64)
+    pieces = [mine] + [titles] * title_weight  # per chunk: its text, then the title w times
+    positions = concat_ranges(
+        np.column_stack([starts[p] for p in pieces]).ravel(),
+        np.column_stack([counts[p] for p in pieces]).ravel(),
+    )
+    lengths = counts[mine] + title_weight * counts[titles]
+    return ChunkTerms(numbers[positions], lengths, tokenizer.numbers)
 
 
 def embedding_text(title: str | None, text: str) -> str:
@@ -176,7 +192,7 @@ def checked_document(doc: Any) -> tuple[Document, str]:
     if not isinstance(doc.metadata, dict):
         raise InputError(f"document {doc.id!r}: metadata must be a JSON object (dict)")
     try:
-        metadata = json.dumps(doc.metadata, allow_nan=False, ensure_ascii=False, sort_keys=True)
+        metadata = _metadata_json(doc.metadata) if doc.metadata else "{}"
     except (TypeError, ValueError) as exc:
         raise InputError(
             f"document {doc.id!r}: metadata is not plain JSON ({exc})",

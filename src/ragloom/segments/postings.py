@@ -101,7 +101,7 @@ def encode_flat(ids: np.ndarray, tfs: np.ndarray, counts: np.ndarray) -> list[by
     return out
 
 
-def _ranges(starts: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+def concat_ranges(starts: np.ndarray, sizes: np.ndarray) -> np.ndarray:
     """All positions start..start+size-1 of several ranges, concatenated."""
     total = int(sizes.sum())
     if not total:
@@ -121,7 +121,7 @@ def decode_many(blobs: Sequence[bytes]) -> tuple[np.ndarray, np.ndarray, np.ndar
     sizes = np.fromiter(map(len, blobs), np.int64, len(blobs))
     starts = np.concatenate(([0], np.cumsum(sizes)[:-1]))
     raw = np.frombuffer(b"".join(blobs), np.uint8)
-    header = raw[_ranges(starts, np.full(len(blobs), _HEADER.itemsize, np.int64))]
+    header = raw[concat_ranges(starts, np.full(len(blobs), _HEADER.itemsize, np.int64))]
     header = header.view(_HEADER)
     counts = header["count"].astype(np.int64)
     dws = np.array([1, 2, 4])[header["delta_width"]]
@@ -135,8 +135,8 @@ def decode_many(blobs: Sequence[bytes]) -> tuple[np.ndarray, np.ndarray, np.ndar
             chosen = widths == width
             if not chosen.any():
                 continue
-            values = raw[_ranges(at[chosen], counts[chosen] * width)].view(dtype)
-            out[_ranges(first[chosen], counts[chosen])] = values
+            values = raw[concat_ranges(at[chosen], counts[chosen] * width)].view(dtype)
+            out[concat_ranges(first[chosen], counts[chosen])] = values
         return out
 
     deltas = column(body, dws)

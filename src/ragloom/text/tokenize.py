@@ -9,6 +9,7 @@ from dataclasses import asdict, dataclass
 from functools import lru_cache
 from itertools import chain, filterfalse
 
+import numpy as np
 import Stemmer
 
 from ragloom.errors import InputError
@@ -177,10 +178,11 @@ class Tokenizer:
             self._learn(words)
             return list(filter(None, map(lookup, words)))
 
-    def numbered(self, texts: Sequence[str]) -> list[list[int]]:
-        """Each text's index terms as numbers (`self.numbers` names them): the form of `terms`
-        that indexing uses. A word never seen is analyzed when first looked up, so a batch
-        costs one C-level pass over each text's words, whatever is new in it."""
+    def numbered(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        """The index terms of many texts as numbers (`self.numbers` names them), flat, and
+        how many each text has: the form of `terms` that indexing uses. One C-level pass over
+        each text's words, into one list for all texts; a word never seen is analyzed when
+        first looked up."""
         if len(self.numbers) > _CACHE_LIMIT:  # an endless vocabulary: start numbering afresh
             self.numbers = TermNumbers()  # (between batches: a batch has one numbering)
             self._numbers_of_word.clear()
@@ -188,9 +190,19 @@ class Tokenizer:
             self._numbers_of_word.clear()
         lookup = self._numbers_of_word.__getitem__
         words_of = self.words
+        flat: list[int] = []
+        extend = flat.extend
+        ends = []
         if self.config.split_identifiers:
-            return [list(chain.from_iterable(map(lookup, words_of(t)))) for t in texts]  # type: ignore[arg-type]
-        return [list(filter(None, map(lookup, words_of(t)))) for t in texts]  # type: ignore[arg-type]
+            for text in texts:
+                extend(chain.from_iterable(map(lookup, words_of(text))))  # type: ignore[arg-type]
+                ends.append(len(flat))
+        else:
+            for text in texts:
+                extend(filter(None, map(lookup, words_of(text))))  # type: ignore[arg-type]
+                ends.append(len(flat))
+        counts = np.diff(np.array(ends, np.int64), prepend=0)
+        return np.array(flat, np.int64), counts
 
     def _number_word(self, word: str) -> int | tuple[int, ...]:
         """A word's term number (0: a stop word), or its identifier terms' numbers."""

@@ -256,6 +256,8 @@ class SQLiteStore(Store):
 
     def _publish(self, write: SQLiteWrite) -> None:
         """After COMMIT: the new vocabulary and views (memory follows the commit)."""
+        if write.terms_top is not None:
+            self.terms.advance(write.terms_top, write.terms_top + write.inserted_terms)
         self.terms.add(write.new_terms)
         for names, numbers, ids in write.numbered:
             self.numbered.learn(names, numbers, ids)

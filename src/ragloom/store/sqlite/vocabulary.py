@@ -16,12 +16,27 @@ from ragloom.text.numbering import TermNumbers
 
 
 class TermCache:
-    """term -> id for committed vocabulary (ids never change once committed)."""
+    """term -> id for committed vocabulary (ids never change once committed).
+
+    While it holds every committed term (from an empty table on, through this process's
+    own writes), a term it lacks is known to be new and a write skips looking it up."""
 
     LIMIT = 3_000_000
 
     def __init__(self) -> None:
         self._ids: dict[str, int] = {}
+        self._complete_upto: int | None = None  # every committed id <= this is cached
+
+    def holds_all(self, committed_top: int) -> bool:
+        """Whether every committed term is cached, `committed_top` being the largest id."""
+        return committed_top == 0 or self._complete_upto == committed_top
+
+    def advance(self, committed_top: int, new_top: int) -> None:
+        """After a commit that took the ids above `committed_top` up to `new_top`."""
+        if self.holds_all(committed_top):
+            self._complete_upto = new_top
+        else:
+            self._complete_upto = None
 
     def known(self, terms: set[str]) -> dict[str, int]:
         ids = self._ids
@@ -39,6 +54,7 @@ class TermCache:
     def add(self, pairs: dict[str, int]) -> None:
         if len(self._ids) + len(pairs) > self.LIMIT:
             self._ids = {}
+            self._complete_upto = None
         self._ids.update(pairs)
 
 

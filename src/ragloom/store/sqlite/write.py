@@ -91,6 +91,8 @@ class SQLiteWrite(Write):
         self.generation = generation  # the generation this write will commit as
         self.changes: dict[int, Changes] = {}
         self.new_terms: dict[str, int] = {}
+        self.terms_top: int | None = None  # largest committed term id, once looked at
+        self.inserted_terms = 0  # ids terms_top + 1 .. terms_top + inserted_terms are ours
         # (numbering, numbers, term ids) learned by this write: the store's number -> id
         # tables take them after commit
         self.numbered: list[tuple[TermNumbers, np.ndarray, np.ndarray]] = []
@@ -270,24 +272,30 @@ class SQLiteWrite(Write):
         return ids
 
     def _vocabulary(self, terms: Iterable[str]) -> dict[str, int]:
-        """Ids of every term, inserting terms never seen (recorded to publish after commit)."""
+        """Ids of every term, inserting terms never seen (recorded to publish after commit).
+        A term missing from a cache that holds every committed term is new: no lookup."""
         wanted = set(terms)
         vocab = self.store.terms.known(wanted)
         vocab.update((t, self.new_terms[t]) for t in wanted - vocab.keys() if t in self.new_terms)
         missing = sorted(wanted - vocab.keys())
-        if missing:
+        if not missing:
+            return vocab
+        top = self.conn.execute("SELECT coalesce(max(id), 0) FROM terms").fetchone()[0]
+        self.terms_top = top - self.inserted_terms
+        fresh = missing
+        if not self.store.terms.holds_all(self.terms_top):
             found = rows_in(
                 self.conn, "SELECT term, id FROM terms WHERE term IN ({marks})", [], missing
             )
             vocab.update(found)
             self.new_terms.update(found)
             fresh = sorted(wanted - vocab.keys())
-            if fresh:
-                top = self.conn.execute("SELECT coalesce(max(id), 0) FROM terms").fetchone()[0]
-                pairs = list(zip(fresh, range(top + 1, top + 1 + len(fresh))))
-                self.conn.executemany("INSERT INTO terms (term, id) VALUES (?, ?)", pairs)
-                vocab.update(pairs)
-                self.new_terms.update(pairs)
+        if fresh:
+            pairs = list(zip(fresh, range(top + 1, top + 1 + len(fresh))))
+            self.conn.executemany("INSERT INTO terms (term, id) VALUES (?, ?)", pairs)
+            vocab.update(pairs)
+            self.new_terms.update(pairs)
+            self.inserted_terms += len(fresh)
         return vocab
 
     def _insert(
