@@ -86,3 +86,18 @@ def test_numbers_match_terms_on_the_shared_collections(name: str):
     for start in range(0, len(texts), 512):
         batch = texts[start : start + 512]
         assert numbered_lists(tokenizer, batch) == [old.terms(t) for t in batch]
+
+
+def test_a_batch_that_fails_half_way_leaves_no_placeholder_behind():
+    tokenizer, old = Tokenizer(), reference_for(TokenizerConfig())
+    with pytest.raises(AttributeError):
+        tokenizer.numbered(["brand new words here", None])  # type: ignore[list-item]
+    texts = ["brand new words here", "words anew"]
+    assert numbered_lists(tokenizer, texts) == [old.terms(t) for t in texts]
+
+
+def test_new_stop_words_are_dropped_and_counts_follow():
+    tokenizer = Tokenizer()
+    numbers, counts = tokenizer.numbered(["the cat", "of and the", "", "a dog the end"])
+    assert counts.tolist() == [1, 0, 0, 2]
+    assert tokenizer.numbers.names(numbers.tolist()) == ["cat", "dog", "end"]

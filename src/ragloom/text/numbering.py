@@ -8,7 +8,7 @@ no term (a stop word), 1.. for terms in the order they were first seen.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from itertools import chain
 
 import numpy as np
@@ -84,3 +84,64 @@ class ChunkTerms:
         bounds = np.concatenate(([0], np.cumsum(self.lengths))).tolist()
         flat = [terms[n] for n in self.numbers.tolist()]
         return [flat[lo:hi] for lo, hi in zip(bounds[:-1], bounds[1:])]
+
+
+class WordNumbers(dict):
+    """word -> term number (0: a stop word) for the plain analyzer. A word missing at lookup
+    (a C-level dict miss) gets a placeholder, -k, and waits; `settle` analyzes every waiting
+    word in one call and puts the real numbers in place."""
+
+    def __init__(self, analyze: Callable[[list[str]], list[str]]) -> None:
+        super().__init__()
+        self._analyze = analyze  # words -> their terms ("" for a stop word)
+        self._waiting: list[str] = []
+
+    def __missing__(self, word: str) -> int:
+        self._waiting.append(word)
+        value = self[word] = -len(self._waiting)
+        return value
+
+    def forget_waiting(self) -> None:
+        """Drop placeholders (a batch that failed half way must not leave them behind)."""
+        for word in self._waiting:
+            self.pop(word, None)
+        self._waiting = []
+
+    def settle(
+        self, names: TermNumbers, flat: np.ndarray, counts: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Numbers for the waiting words; `flat` (numbers of texts, `counts` each) with its
+        placeholders replaced and new stop words removed."""
+        if not self._waiting:
+            return flat, counts
+        words, self._waiting = self._waiting, []
+        found = np.array(names.number(self._analyze(words)), np.int64)
+        self.update(zip(words, found.tolist()))
+        waiting = flat < 0
+        flat[waiting] = found[-flat[waiting] - 1]
+        if not found.all():  # some new words are stop words: they are no terms
+            keep = flat != 0
+            text_of = np.repeat(np.arange(len(counts)), counts)
+            counts = np.bincount(text_of[keep], minlength=len(counts)).astype(np.int64)
+            flat = flat[keep]
+        return flat, counts
+
+
+class IdentifierNumbers(dict):
+    """word -> its identifier terms' numbers (a tuple), analyzed when first looked up."""
+
+    def __init__(self, learn: Callable[[str], tuple[int, ...]]) -> None:
+        super().__init__()
+        self._learn = learn
+
+    def __missing__(self, word: str) -> tuple[int, ...]:
+        value = self[word] = self._learn(word)
+        return value
+
+    def forget_waiting(self) -> None:
+        """Nothing waits: every word is analyzed when first looked up."""
+
+    def settle(
+        self, names: TermNumbers, flat: np.ndarray, counts: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        return flat, counts

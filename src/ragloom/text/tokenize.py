@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from functools import lru_cache
 from itertools import chain, filterfalse
@@ -14,7 +14,7 @@ import Stemmer
 
 from ragloom.errors import InputError
 from ragloom.text.identifiers import identifier_terms
-from ragloom.text.numbering import TermNumbers
+from ragloom.text.numbering import IdentifierNumbers, TermNumbers, WordNumbers
 from ragloom.text.stopwords import stopwords_for
 
 _CACHE_LIMIT = 2_000_000
@@ -117,7 +117,11 @@ class Tokenizer:
             )
         self._term_of_word: dict[str, str] = {}
         self.numbers = TermNumbers()  # what the numbers of `numbered` stand for
-        self._numbers_of_word = _LearningCache(self._number_word)
+        self._numbers_of_word: WordNumbers | IdentifierNumbers = (
+            IdentifierNumbers(self._identifier_numbers)
+            if self.config.split_identifiers
+            else WordNumbers(self._plain_terms)
+        )
 
     def words(self, text: str) -> list[str]:
         """Folded, lowercased words, stop words included (before stemming).
@@ -181,52 +185,45 @@ class Tokenizer:
     def numbered(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
         """The index terms of many texts as numbers (`self.numbers` names them), flat, and
         how many each text has: the form of `terms` that indexing uses. One C-level pass over
-        each text's words, into one list for all texts; a word never seen is analyzed when
-        first looked up."""
+        each text's words, into one list for all texts; words never seen are analyzed
+        together at the end."""
+        cache = self._numbers_of_word
         if len(self.numbers) > _CACHE_LIMIT:  # an endless vocabulary: start numbering afresh
             self.numbers = TermNumbers()  # (between batches: a batch has one numbering)
-            self._numbers_of_word.clear()
-        elif len(self._numbers_of_word) > _CACHE_LIMIT:  # bound memory; numbers stay valid
-            self._numbers_of_word.clear()
-        lookup = self._numbers_of_word.__getitem__
+            cache.clear()
+        elif len(cache) > _CACHE_LIMIT:  # bound memory; numbers stay valid
+            cache.clear()
+        lookup = cache.__getitem__
         words_of = self.words
         flat: list[int] = []
         extend = flat.extend
         ends = []
-        if self.config.split_identifiers:
-            for text in texts:
-                extend(chain.from_iterable(map(lookup, words_of(text))))  # type: ignore[arg-type]
-                ends.append(len(flat))
-        else:
-            for text in texts:
-                extend(filter(None, map(lookup, words_of(text))))  # type: ignore[arg-type]
-                ends.append(len(flat))
+        try:
+            if self.config.split_identifiers:
+                for text in texts:
+                    extend(chain.from_iterable(map(lookup, words_of(text))))  # type: ignore[arg-type]
+                    ends.append(len(flat))
+            else:
+                for text in texts:
+                    extend(filter(None, map(lookup, words_of(text))))  # type: ignore[arg-type]
+                    ends.append(len(flat))
+        except BaseException:
+            cache.forget_waiting()
+            raise
         counts = np.diff(np.array(ends, np.int64), prepend=0)
-        return np.array(flat, np.int64), counts
+        return cache.settle(self.numbers, np.array(flat, np.int64), counts)
 
-    def _number_word(self, word: str) -> int | tuple[int, ...]:
-        """A word's term number (0: a stop word), or its identifier terms' numbers."""
-        if self.config.split_identifiers:
-            parts = [p for p in identifier_terms(word) if p not in self._stop]
-            stemmed = self._stemmer.stemWords(parts) if self._stemmer is not None else parts
-            return tuple(self.numbers.number(stemmed))
-        if word in self._stop:
-            return 0
-        term = self._stemmer.stemWord(word) if self._stemmer is not None else word
-        return self.numbers.number_one(term)
+    def _plain_terms(self, words: list[str]) -> list[str]:
+        """The terms of plain words ("" for a stop word), stemmed in one call."""
+        stemmed = self._stemmer.stemWords(words) if self._stemmer is not None else words
+        stop = self._stop
+        return ["" if word in stop else term for word, term in zip(words, stemmed)]
 
-
-class _LearningCache(dict):
-    """word -> term number(s), analyzing a missing word when it is first looked up (called
-    from C by dict lookups, so known words cost nothing extra)."""
-
-    def __init__(self, learn: Callable[[str], int | tuple[int, ...]]) -> None:
-        super().__init__()
-        self._learn = learn
-
-    def __missing__(self, word: str) -> int | tuple[int, ...]:
-        value = self[word] = self._learn(word)
-        return value
+    def _identifier_numbers(self, word: str) -> tuple[int, ...]:
+        """The numbers of an identifier's terms: joined form and parts, stemmed, no stop words."""
+        parts = [p for p in identifier_terms(word) if p not in self._stop]
+        stemmed = self._stemmer.stemWords(parts) if self._stemmer is not None else parts
+        return tuple(self.numbers.number(stemmed))
 
 
 @lru_cache(maxsize=16)
