@@ -34,7 +34,9 @@ from ragloom.store.records import ChunkTerms, CollectionInfo, NewChunk, NewDocum
 from ragloom.store.sqlite.write import text_hash
 from ragloom.text import Tokenizer, analyzer_for
 
-WRITE_BATCH = 512
+WRITE_BATCH = 512  # documents per write transaction when chunks are embedded
+LEXICAL_WRITE_BATCH = 2048  # without embedding: fewer, larger transactions
+WRITE_CHARS = 8_000_000  # and at most about this much text per transaction
 ON_EMBED_ERROR = ("pending", "raise")
 
 
@@ -129,15 +131,16 @@ def chunk_terms(
 ) -> ChunkTerms:
     """The index terms of every chunk of `prepared` (documents and their spans), in order:
     a chunk's own terms, then its document's title terms `title_weight` times."""
-    texts: list[str] = []
+    texts: list[str] = [""]  # text 0: the title of documents without one
     own: list[int] = []  # which text is each chunk's own
     title: list[int] = []  # which text is its document's title
     for doc, spans in prepared:
         first = len(texts)
         texts.extend(span.text for span in spans)
-        texts.append(doc.title or "")
-        own.extend(range(first, first + len(spans)))
-        title.extend([first + len(spans)] * len(spans))
+        own.extend(range(first, len(texts)))
+        if doc.title:
+            texts.append(doc.title)
+        title.extend([len(texts) - 1 if doc.title else 0] * len(spans))
     numbers, counts = tokenizer.numbered(texts)
     starts = np.cumsum(counts) - counts
     mine, titles = np.array(own, np.int64), np.array(title, np.int64)
@@ -265,16 +268,19 @@ class Ingest:
         report = IndexReport()
         self.collection(collection)
         batches: dict[str, list[tuple[Document, str]]] = {}
+        chars: dict[str, int] = {}
+        most = LEXICAL_WRITE_BATCH if self.models.lexical_only else WRITE_BATCH
         for doc in documents:
             checked = checked_document(doc)
             target = doc.collection or collection
             batch = batches.setdefault(target, [])
             batch.append(checked)
-            if len(batch) >= WRITE_BATCH:
+            chars[target] = chars.get(target, 0) + len(doc.text)
+            if len(batch) >= most or chars[target] >= WRITE_CHARS:
                 self._write_batch(target, batch, report, enrichers, on_embed_error)
                 if on_batch:
                     on_batch(len(batch))
-                batches[target] = []
+                batches[target], chars[target] = [], 0
         for target, batch in batches.items():
             if batch:
                 self._write_batch(target, batch, report, enrichers, on_embed_error)

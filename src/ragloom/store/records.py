@@ -45,7 +45,7 @@ class StoredChunk:
     collection: str
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(eq=False, slots=True)  # not frozen: made once per chunk, and frozen inits are slow
 class NewChunk:
     """A chunk to store: its span, metadata, index terms (repeats kept; or given for the
     whole write as `ChunkTerms`) and vector (None: pending, to be filled when the embedding
@@ -60,7 +60,7 @@ class NewChunk:
     vector: np.ndarray | None = None
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(eq=False, slots=True)
 class NewDocument:
     """A document to store (replacing any stored document of the same id) with its chunks."""
 
