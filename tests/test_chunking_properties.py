@@ -8,7 +8,7 @@ from unittest import mock
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ragloom.chunking import MODES, ChunkPolicy, chunk_text, chunker
+from ragloom.chunking import MODES, ChunkPolicy, breaks, chunk_text, chunker
 from ragloom.chunking.chunker import split_document
 from ragloom.chunking.sentences import sentence_bounds
 from ragloom.models import ChunkSpan
@@ -300,3 +300,12 @@ def test_short_prose_shortcut_gives_what_the_general_path_gives(
     with mock.patch.object(chunker, "scene_breaks", lambda _text: [(0, 0)]):
         general = split_document(text, policy)
     assert fast == general
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=st.text(alphabet=st.sampled_from("*-_# \t\nab\u00a0"), max_size=40))
+def test_scene_breaks_of_one_line_match_the_general_scan(text: str):
+    """One-line texts skip the line scan; the result must be what the scan finds."""
+    pattern = breaks._BREAK_AFTER_NEWLINE
+    scanned = [(m.start(), m.end() - 1) for m in pattern.finditer("\n" + text)]
+    assert breaks.scene_breaks(text) == scanned

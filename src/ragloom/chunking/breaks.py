@@ -18,5 +18,7 @@ def is_scene_break(line: str) -> bool:
 
 def scene_breaks(text: str) -> list[tuple[int, int]]:
     """(line start, line end) of every scene-break line, in document order."""
+    if "\n" not in text:  # one line (most short documents): a break only if it is all break
+        return [(0, len(text))] if _BREAK_LINE.fullmatch(text) else []
     # Prefixing "\n" makes the first line look like every other; offsets shift back by one.
     return [(m.start(), m.end() - 1) for m in _BREAK_AFTER_NEWLINE.finditer("\n" + text)]

@@ -26,15 +26,13 @@ class TermNumbers:
 
     def number(self, terms: Iterable[str]) -> list[int]:
         """The number of each term, giving new terms the next free numbers."""
+        terms = list(terms)
         known = self._number
-        out = []
-        for term in terms:
-            n = known.get(term)
-            if n is None:
-                n = known[term] = len(self.terms)
-                self.terms.append(term)
-            out.append(n)
-        return out
+        new = [t for t in dict.fromkeys(terms) if t not in known]
+        if new:
+            known.update(zip(new, range(len(self.terms), len(self.terms) + len(new))))
+            self.terms.extend(new)
+        return list(map(known.__getitem__, terms))
 
     def number_one(self, term: str) -> int:
         """The number of one term (a new one gets the next free number)."""
