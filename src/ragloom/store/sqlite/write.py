@@ -263,11 +263,16 @@ class SQLiteWrite(Write):
         ids = self.store.term_ids(terms.names, terms.numbers)
         unknown = ids < 0
         if unknown.any():
-            numbers = np.unique(terms.numbers[unknown])
+            wanted = terms.numbers[unknown]
+            present = np.zeros(len(terms.names), bool)  # distinct numbers without a sort
+            present[wanted] = True
+            numbers = np.flatnonzero(present)
             names = terms.names.names(numbers.tolist())
             vocab = self._vocabulary(names)
             found = np.fromiter(map(vocab.__getitem__, names), np.int64, len(names))
-            ids[unknown] = found[np.searchsorted(numbers, terms.numbers[unknown])]
+            id_of = np.empty(len(terms.names), np.int64)  # read only where just written
+            id_of[numbers] = found
+            ids[unknown] = id_of[wanted]
             self.numbered.append((terms.names, numbers, found))
         return ids
 
