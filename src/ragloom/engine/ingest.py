@@ -301,7 +301,14 @@ class Ingest:
         latest = {d.id: d for d, _ in batch}  # the last version of an id wins
         metadata = {d.id: m for d, m in batch}
         salt = enrichers_fingerprint(enrichers)
-        policies = {doc_id: config.policy_for(d.source, d.language) for doc_id, d in latest.items()}
+        policy_of: dict[tuple[str | None, str | None], ChunkPolicy] = {}
+        policies = {}
+        for doc_id, d in latest.items():  # records share a policy: look each kind up once
+            key = (d.source, d.language)
+            policy = policy_of.get(key)
+            if policy is None:
+                policy = policy_of[key] = config.policy_for(d.source, d.language)
+            policies[doc_id] = policy
         hashes = {
             doc_id: content_hash(d, config, salt, policies[doc_id], metadata[doc_id])
             for doc_id, d in latest.items()

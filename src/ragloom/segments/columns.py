@@ -55,21 +55,21 @@ class MetadataColumns:
         n = len(metadatas)
         index: dict[str, dict[Any, int]] = {}
         values: dict[str, list[Any]] = {}
-        codes: dict[str, np.ndarray] = {}
+        codes: dict[str, list[int]] = {}  # a Python list per key: item stores stay cheap
         for row, metadata in enumerate(metadatas):
             for key, value in metadata.items():
                 seen = index.get(key)
                 if seen is None:
                     seen, values[key] = index.setdefault(key, {}), []
-                    codes[key] = np.full(n, -1, np.int32)
-                text = _canonical(value)
+                    codes[key] = [-1] * n
+                text = (type(value), value) if isinstance(value, _SCALARS) else _canonical(value)
                 code = seen.get(text)
                 if code is None:
                     code = seen[text] = len(values[key])
                     values[key].append(value)
                 codes[key][row] = code
         columns = {
-            key: Column(tuple(values[key]), codes[key].astype(_code_dtype(len(values[key]))))
+            key: Column(tuple(values[key]), np.array(codes[key], _code_dtype(len(values[key]))))
             for key in index
         }
         return cls(n, columns)

@@ -87,7 +87,7 @@ class ChunkTerms:
 class WordNumbers(dict):
     """word -> term number (0: a stop word) for the plain analyzer. A word missing at lookup
     (a C-level dict miss) gets a placeholder, -k, and waits; `settle` analyzes every waiting
-    word in one call and puts the real numbers in place."""
+    word in one call and puts the real numbers (0 for new stop words) in place."""
 
     def __init__(self, analyze: Callable[[list[str]], list[str]]) -> None:
         super().__init__()
@@ -105,24 +105,16 @@ class WordNumbers(dict):
             self.pop(word, None)
         self._waiting = []
 
-    def settle(
-        self, names: TermNumbers, flat: np.ndarray, counts: np.ndarray
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """Numbers for the waiting words; `flat` (numbers of texts, `counts` each) with its
-        placeholders replaced and new stop words removed."""
+    def settle(self, names: TermNumbers, flat: np.ndarray) -> np.ndarray:
+        """Numbers for the waiting words, put in place of their placeholders in `flat`."""
         if not self._waiting:
-            return flat, counts
+            return flat
         words, self._waiting = self._waiting, []
         found = np.array(names.number(self._analyze(words)), np.int64)
         self.update(zip(words, found.tolist()))
         waiting = flat < 0
         flat[waiting] = found[-flat[waiting] - 1]
-        if not found.all():  # some new words are stop words: they are no terms
-            keep = flat != 0
-            text_of = np.repeat(np.arange(len(counts)), counts)
-            counts = np.bincount(text_of[keep], minlength=len(counts)).astype(np.int64)
-            flat = flat[keep]
-        return flat, counts
+        return flat
 
 
 class IdentifierNumbers(dict):
@@ -139,7 +131,5 @@ class IdentifierNumbers(dict):
     def forget_waiting(self) -> None:
         """Nothing waits: every word is analyzed when first looked up."""
 
-    def settle(
-        self, names: TermNumbers, flat: np.ndarray, counts: np.ndarray
-    ) -> tuple[np.ndarray, np.ndarray]:
-        return flat, counts
+    def settle(self, names: TermNumbers, flat: np.ndarray) -> np.ndarray:
+        return flat

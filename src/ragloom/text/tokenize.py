@@ -208,13 +208,24 @@ class Tokenizer:
                     ends.append(len(flat))
             else:
                 for text in texts:
-                    extend(filter(None, map(lookup, words_of(text))))  # type: ignore[arg-type]
+                    if text.isascii():  # `words`, inlined for the common case
+                        words = text.encode("ascii").translate(_WORD_BYTES).decode().split()
+                    else:
+                        words = words_of(text)
+                    extend(map(lookup, words))  # type: ignore[arg-type]
                     ends.append(len(flat))
         except BaseException:
             cache.forget_waiting()
             raise
         counts = np.diff(np.array(ends, np.int64), prepend=0)
-        return cache.settle(self.numbers, np.array(flat, np.int64), counts)
+        flat_numbers = cache.settle(self.numbers, np.array(flat, np.int64))
+        if self.config.split_identifiers:
+            return flat_numbers, counts
+        keep = flat_numbers != 0  # stop words went through as 0: drop them all at once
+        if keep.all():
+            return flat_numbers, counts
+        text_of = np.repeat(np.arange(len(counts)), counts)
+        return flat_numbers[keep], np.bincount(text_of[keep], minlength=len(counts))
 
     def _plain_terms(self, words: list[str]) -> list[str]:
         """The terms of plain words ("" for a stop word), stemmed in one call."""
