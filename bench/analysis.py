@@ -4,7 +4,8 @@ Usage: flock /tmp/ragloom-bench.lock python bench/analysis.py [--data ../shared/
            [--datasets scifact cranfield] [--repeats 5]
 Both sides do the same work on each corpus (title and text of every document): lowercase,
 split into words, drop Lucene's English stop words, Snowball English stemming (PyStemmer),
-and give each document its list of terms (ragloom: term strings; bm25s: term ids). One
+and give each document its list of terms (ragloom: term strings; bm25s: term ids; ragloom's
+indexing form: term numbers for a batch of documents at once, as `Index.add` uses it). One
 thread each. "cold" starts from a fresh analyzer (every word new, as when a corpus is first
 indexed); "warm" tokenizes the same corpus again with the analyzer's word cache filled
 (bm25s has no cache: its figure is the cold one). "before" is ragloom's previous analyzer
@@ -53,6 +54,22 @@ def time_ragloom(texts: list[str], repeats: int, cls=Tokenizer) -> tuple[float, 
     return best(cold), best(warm), terms
 
 
+def time_indexing(texts: list[str], repeats: int, batch: int = 2048) -> tuple[float, float]:
+    """The indexing form (`Tokenizer.numbered`: term numbers, flat, a batch at a time)."""
+    cold, warm = [], []
+    for _ in range(repeats):
+        tokenizer = Tokenizer()
+        started = time.process_time()
+        for lo in range(0, len(texts), batch):
+            tokenizer.numbered(texts[lo : lo + batch])
+        cold.append(time.process_time() - started)
+        started = time.process_time()
+        for lo in range(0, len(texts), batch):
+            tokenizer.numbered(texts[lo : lo + batch])
+        warm.append(time.process_time() - started)
+    return best(cold), best(warm)
+
+
 def time_bm25s(texts: list[str], repeats: int) -> tuple[float, int]:
     runs = []
     terms = 0
@@ -89,6 +106,8 @@ def main() -> None:
         "bm25s / ragloom warm",
         "before cold / warm cpu s",
         "before / now cold, warm",
+        "indexing form cold / warm cpu s",
+        "bm25s / indexing cold",
         "terms ragloom / bm25s",
     ):
         table.add_column(col, justify="right")
@@ -100,6 +119,7 @@ def main() -> None:
         cold, warm, terms = time_ragloom(texts, args.repeats)
         old_cold, old_warm, old_terms = time_ragloom(texts, args.repeats, Before)
         assert old_terms == terms
+        bulk_cold, bulk_warm = time_indexing(texts, args.repeats)
         table.add_row(
             name,
             str(len(texts)),
@@ -111,6 +131,8 @@ def main() -> None:
             f"{peer / warm:.2f}",
             f"{old_cold:.3f} / {old_warm:.3f}",
             f"{old_cold / cold:.2f} / {old_warm / warm:.2f}",
+            f"{bulk_cold:.3f} / {bulk_warm:.3f}",
+            f"{peer / bulk_cold:.2f}",
             f"{terms / peer_terms:.3f}",
         )
     console = Console(width=200)

@@ -10,7 +10,7 @@ import pytest
 
 from ragloom import Document
 from ragloom.config import CollectionConfig
-from ragloom.engine.ingest import _policy_fingerprint, checked_document, content_hash
+from ragloom.engine.documents import _policy_fingerprint, checked_document, content_hash
 from ragloom.errors import InputError
 
 

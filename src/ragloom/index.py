@@ -17,13 +17,8 @@ import numpy as np
 from ragloom.config import CollectionConfig
 from ragloom.context import GROUNDING_INSTRUCTION, PackedContext
 from ragloom.embedding import Embedder, resolve_embedder
-from ragloom.engine.ingest import (
-    IndexReport,
-    Ingest,
-    check_collection_name,
-    check_document,
-    embedding_text,
-)
+from ragloom.engine.documents import check_collection_name, check_document, embedding_text
+from ragloom.engine.ingest import IndexReport, Ingest
 from ragloom.engine.models import Models, embedding_config
 from ragloom.engine.searching import DEFAULT_COLLECTION, Reading, Searcher
 from ragloom.enrich import Enricher

@@ -29,7 +29,7 @@ from ragloom.store.postgres.snapshot import PostgresSnapshot
 from ragloom.store.postgres.url import Location, parse_location
 from ragloom.store.postgres.write import PostgresWrite
 from ragloom.store.records import CollectionInfo
-from ragloom.store.sqlite.write import text_hash
+from ragloom.store.text import text_hash
 
 CONNECT_TIMEOUT = 5  # seconds; the URL's connect_timeout wins
 PENDING = (

@@ -22,7 +22,8 @@ from ragloom.store.postgres.hnsw import index_name
 from ragloom.store.postgres.vectors import vector_text
 from ragloom.store.records import ChunkTerms, CollectionInfo, NewDocument, WriteOutcome
 from ragloom.store.sqlite.views import dimension_of, epoch_of
-from ragloom.store.sqlite.write import VECTOR_CACHE_LIMIT, document_gaps, text_hash
+from ragloom.store.sqlite.write import VECTOR_CACHE_LIMIT
+from ragloom.store.text import document_gaps, text_hash
 
 
 def _json(value: Any) -> str:

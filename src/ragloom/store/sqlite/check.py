@@ -15,7 +15,7 @@ import numpy as np
 
 from ragloom.segments.postings import Postings
 from ragloom.segments.view import CollectionView
-from ragloom.store.sqlite.snapshot import stitch
+from ragloom.store.text import stitch
 
 
 def check_store(store: Any) -> list[str]:

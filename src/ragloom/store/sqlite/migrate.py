@@ -11,7 +11,7 @@ import numpy as np
 from ragloom.segments.postings import Postings
 from ragloom.store.sqlite.errors import from_sqlite
 from ragloom.store.sqlite.schema import SCHEMA, SCHEMA_VERSION
-from ragloom.store.sqlite.write import document_gaps
+from ragloom.store.text import document_gaps
 
 BATCH = 2000
 

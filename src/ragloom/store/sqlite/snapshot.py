@@ -18,6 +18,7 @@ from ragloom.store.base import CollectionReader, Snapshot
 from ragloom.store.records import CollectionInfo, StoredChunk, StoredDocument
 from ragloom.store.sqlite.views import CollectionRow
 from ragloom.store.sqlite.write import rows_in
+from ragloom.store.text import stitch
 
 
 class SQLiteCollection(CollectionReader):
@@ -285,16 +286,3 @@ class SQLiteSnapshot(Snapshot):
             " FROM collections c ORDER BY c.name"
         ).fetchall()
         return {name: {"documents": docs, "chunks": chunks} for name, docs, chunks in rows}
-
-
-def stitch(pieces: list[tuple[int, str]], length: int) -> str:
-    """A document's text from its chunks and gaps (spans may overlap; each is exact)."""
-    out: list[str] = []
-    pos = 0
-    for start, text in sorted(pieces, key=lambda p: p[0]):
-        end = start + len(text)
-        if end > pos:
-            out.append(text[pos - start :] if start < pos else text)
-            pos = end
-    text = "".join(out)
-    return text[:length]

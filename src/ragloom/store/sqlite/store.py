@@ -38,7 +38,8 @@ from ragloom.store.sqlite.views import (
     read_collections,
 )
 from ragloom.store.sqlite.vocabulary import NumberedTerms, TermCache
-from ragloom.store.sqlite.write import SQLiteWrite, rows_in, text_hash
+from ragloom.store.sqlite.write import SQLiteWrite, rows_in
+from ragloom.store.text import text_hash
 from ragloom.text.numbering import TermNumbers
 
 HISTORY = 8  # recent views kept per collection, for snapshots a little behind the newest

@@ -8,7 +8,6 @@ succeeded, so a failed commit leaves memory exactly as it was.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import sqlite3
 import time
@@ -24,6 +23,7 @@ from ragloom.segments.segment import Segment
 from ragloom.store.base import Write
 from ragloom.store.records import ChunkTerms, CollectionInfo, NewDocument, WriteOutcome
 from ragloom.store.sqlite.views import dimension_of, epoch_of, segment_from
+from ragloom.store.text import document_gaps, text_hash
 from ragloom.text.numbering import TermNumbers
 
 SLICE = 500  # rows per IN (...) list, under SQLite's parameter limit
@@ -44,32 +44,8 @@ def rows_in(conn: sqlite3.Connection, sql: str, first: Sequence[Any], keys: Sequ
     return out
 
 
-def text_hash(title: str | None, text: str) -> bytes:
-    """Fingerprint of what the embedding model reads for a chunk."""
-    embedded = f"{title}\n{text}" if title else text
-    return hashlib.blake2b(embedded.encode("utf-8", "surrogatepass"), digest_size=16).digest()
-
-
 def _json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, sort_keys=True) if value else "{}"
-
-
-def document_gaps(text: str, spans: Sequence[tuple[int, int, str]]) -> str | None:
-    """What the chunks do not cover of a document's text, as JSON [[start, text], ...].
-
-    With the gaps, the document's text is rebuilt from its chunks (stored once); if the
-    chunks do not match the text at their offsets, the whole text is kept as one gap."""
-    gaps: list[list[Any]] = []
-    pos = 0
-    for start, end, chunk in sorted(spans):
-        if text[start:end] != chunk:
-            return json.dumps([[0, text]], ensure_ascii=False)
-        if start > pos:
-            gaps.append([pos, text[pos:start]])
-        pos = max(pos, end)
-    if pos < len(text):
-        gaps.append([pos, text[pos:]])
-    return json.dumps(gaps, ensure_ascii=False) if gaps else None
 
 
 @dataclass
