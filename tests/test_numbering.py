@@ -101,3 +101,27 @@ def test_new_stop_words_are_dropped_and_counts_follow():
     numbers, counts = tokenizer.numbered(["the cat", "of and the", "", "a dog the end"])
     assert counts.tolist() == [1, 0, 0, 2]
     assert tokenizer.numbers.names(numbers.tolist()) == ["cat", "dog", "end"]
+
+
+@pytest.mark.parametrize("title_weight", [0, 1, 3])
+def test_chunk_terms_are_each_chunks_terms_then_its_titles(title_weight: int):
+    from ragloom.engine.documents import chunk_terms
+    from ragloom.models import ChunkSpan, Document
+
+    tokenizer = Tokenizer()
+    prepared = [
+        (Document("a", "x", title="Silver Keys"), [ChunkSpan("the heron flies", 0, 15)]),
+        (Document("b", "x"), [ChunkSpan("forged keys", 0, 11), ChunkSpan("of the", 12, 18)]),
+        (Document("c", "x", title="Empty body"), []),
+        (Document("d", "x", title=""), [ChunkSpan("tide and moor", 0, 13)]),
+        (Document("e", "x", title="The Smith"), [ChunkSpan("", 0, 0), ChunkSpan("anvil", 1, 6)]),
+    ]
+    terms = chunk_terms(prepared, tokenizer, title_weight)
+    expected = [
+        tokenizer.terms(span.text)
+        + (tokenizer.terms(doc.title) if doc.title else []) * title_weight
+        for doc, spans in prepared
+        for span in spans
+    ]
+    assert terms.lists() == expected
+    assert terms.lengths.tolist() == [len(e) for e in expected]
