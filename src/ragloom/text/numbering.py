@@ -34,14 +34,6 @@ class TermNumbers:
             self.terms.extend(new)
         return list(map(known.__getitem__, terms))
 
-    def number_one(self, term: str) -> int:
-        """The number of one term (a new one gets the next free number)."""
-        n = self._number.get(term)
-        if n is None:
-            n = self._number[term] = len(self.terms)
-            self.terms.append(term)
-        return n
-
     def names(self, numbers: Sequence[int]) -> list[str]:
         terms = self.terms
         return [terms[n] for n in numbers]
