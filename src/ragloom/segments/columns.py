@@ -62,7 +62,7 @@ class MetadataColumns:
                 if seen is None:
                     seen, values[key] = index.setdefault(key, {}), []
                     codes[key] = [-1] * n
-                text = (type(value), value) if isinstance(value, _SCALARS) else _canonical(value)
+                text = _canonical(value)
                 code = seen.get(text)
                 if code is None:
                     code = seen[text] = len(values[key])

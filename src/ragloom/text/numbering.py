@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from itertools import chain
+from typing import Any
 
 import numpy as np
 
@@ -60,10 +61,14 @@ class ChunkTerms:
         return cls(np.array(numbers, np.int64), np.fromiter(map(len, term_lists), np.int64), names)
 
     @classmethod
-    def from_numbers(cls, number_lists: Sequence[Sequence[int]], names: TermNumbers) -> ChunkTerms:
-        lengths = np.fromiter(map(len, number_lists), np.int64, len(number_lists))
-        flat = np.fromiter(chain.from_iterable(number_lists), np.int64, int(lengths.sum()))
-        return cls(flat, lengths, names)
+    def for_chunks(cls, terms: ChunkTerms | None, chunks: Sequence[Any]) -> ChunkTerms:
+        """The terms a store write was given for `chunks` (checked to cover each one), or
+        those of each chunk's own `terms` list."""
+        if terms is None:
+            return cls.from_lists([c.terms for c in chunks])
+        if len(terms) != len(chunks):
+            raise ValueError(f"terms for {len(terms)} chunks given with {len(chunks)} chunks")
+        return terms
 
     def __len__(self) -> int:
         return len(self.lengths)

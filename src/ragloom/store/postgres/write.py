@@ -181,9 +181,10 @@ class PostgresWrite(Write):
                     f"a vector has {vector.shape[0]} dimensions; the collection's model has "
                     f"{dimension}"
                 )
-        if terms is not None and len(terms) != len(chunks):
-            raise ValueError(f"terms for {len(terms)} chunks given with {len(chunks)} chunks")
-        term_lists = terms.lists() if terms is not None else [c.terms for c in chunks]
+        if terms is None:  # the chunks carry their own lists: no round trip through numbers
+            term_lists = [c.terms for c in chunks]
+        else:
+            term_lists = ChunkTerms.for_chunks(terms, chunks).lists()
         rows = self._insert(collection, documents, term_lists)
         length = sum(map(len, term_lists))
         self._count(collection, len(rows), length, len(known))

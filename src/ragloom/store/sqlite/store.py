@@ -40,7 +40,6 @@ from ragloom.store.sqlite.views import (
 from ragloom.store.sqlite.vocabulary import NumberedTerms, TermCache
 from ragloom.store.sqlite.write import SQLiteWrite, rows_in
 from ragloom.store.text import text_hash
-from ragloom.text.numbering import TermNumbers
 
 HISTORY = 8  # recent views kept per collection, for snapshots a little behind the newest
 
@@ -152,10 +151,6 @@ class SQLiteStore(Store):
     def collections(self) -> dict[str, CollectionInfo]:
         with self.snapshot() as snap:
             return snap.collections()
-
-    def term_ids(self, names: TermNumbers, numbers: np.ndarray) -> np.ndarray:
-        """Committed term ids of analyzer term numbers (-1: look the term up by name)."""
-        return self.numbered.ids(names, numbers)
 
     def current_view(self, collection_id: int) -> CollectionView | None:
         history = self._views.get(collection_id)

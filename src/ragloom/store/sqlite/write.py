@@ -190,10 +190,7 @@ class SQLiteWrite(Write):
         changes.removed.extend(removed)
         outcome.removed_chunks = len(removed)
         chunks = [c for d in documents for c in d.chunks]
-        if terms is None:
-            terms = ChunkTerms.from_lists([c.terms for c in chunks])
-        elif len(terms) != len(chunks):
-            raise ValueError(f"terms for {len(terms)} chunks given with {len(chunks)} chunks")
+        terms = ChunkTerms.for_chunks(terms, chunks)
         postings = count_ids(self._term_ids(terms), terms.lengths)
         config = self._config(collection)
         dimension = dimension_of(config)
@@ -236,7 +233,7 @@ class SQLiteWrite(Write):
     def _term_ids(self, terms: ChunkTerms) -> np.ndarray:
         """The store's term id of every term number in `terms` (one array lookup for terms
         this process has written before; the others found or inserted by name)."""
-        ids = self.store.term_ids(terms.names, terms.numbers)
+        ids = self.store.numbered.ids(terms.names, terms.numbers)
         unknown = ids < 0
         if unknown.any():
             wanted = terms.numbers[unknown]
