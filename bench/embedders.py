@@ -24,6 +24,7 @@ import importlib.util
 import os
 import platform
 import statistics
+import sys
 import time
 from collections.abc import Callable
 from contextlib import contextmanager, nullcontext
@@ -147,8 +148,19 @@ RUNTIMES = {
 
 @contextmanager
 def bench_lock(path: str):
+    """Hold the machine's timing lock; say so when it has to wait, since wrapping this
+    script in `flock` on the same file would otherwise wait forever without a word."""
     with open(path, "a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            print(
+                f"waiting for {path}: another timing run holds it (this script takes the "
+                "lock itself, so do not run it under `flock` on the same file)",
+                file=sys.stderr,
+                flush=True,
+            )
+            fcntl.flock(handle, fcntl.LOCK_EX)
         try:
             yield
         finally:
