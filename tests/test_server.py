@@ -459,7 +459,7 @@ def test_queries_answered_while_large_index_runs(http: httpx.Client, tree: dict[
     job_start = time.perf_counter()
     job.start()
     time.sleep(0.2)  # let the job start
-    latencies, seen_big = [], set()
+    latencies: list[float] = []
     while job.is_alive():
         start = time.perf_counter()
         response = http.post(
@@ -467,7 +467,6 @@ def test_queries_answered_while_large_index_runs(http: httpx.Client, tree: dict[
         )
         latencies.append(time.perf_counter() - start)
         assert response.status_code == 200, response.text
-        seen_big.update(r["document_id"] for r in response.json()["results"])
     job.join()
     job_seconds = time.perf_counter() - job_start
     print(
