@@ -27,10 +27,10 @@ texts_strategy = st.lists(st.one_of(ascii_text, mixed_text, words_text), min_siz
 
 def numbered_lists(tokenizer: Tokenizer, texts: list[str]) -> list[list[str]]:
     """Each text's terms, named from the flat numbers `numbered` gives."""
-    numbers, counts = tokenizer.numbered(texts)
+    numbers, counts, names = tokenizer.numbered(texts)
     assert len(counts) == len(texts) and int(counts.sum()) == len(numbers)
     bounds = np.concatenate(([0], np.cumsum(counts))).tolist()
-    flat = tokenizer.numbers.names(numbers.tolist())
+    flat = names.names(numbers.tolist())
     return [flat[lo:hi] for lo, hi in zip(bounds[:-1], bounds[1:])]
 
 
@@ -98,9 +98,9 @@ def test_a_batch_that_fails_half_way_leaves_no_placeholder_behind():
 
 def test_new_stop_words_are_dropped_and_counts_follow():
     tokenizer = Tokenizer()
-    numbers, counts = tokenizer.numbered(["the cat", "of and the", "", "a dog the end"])
+    numbers, counts, names = tokenizer.numbered(["the cat", "of and the", "", "a dog the end"])
     assert counts.tolist() == [1, 0, 0, 2]
-    assert tokenizer.numbers.names(numbers.tolist()) == ["cat", "dog", "end"]
+    assert names.names(numbers.tolist()) == ["cat", "dog", "end"]
 
 
 @pytest.mark.parametrize("title_weight", [0, 1, 3])
@@ -125,3 +125,38 @@ def test_chunk_terms_are_each_chunks_terms_then_its_titles(title_weight: int):
     ]
     assert terms.lists() == expected
     assert terms.lengths.tolist() == [len(e) for e in expected]
+
+
+@pytest.mark.parametrize("split_identifiers", [False, True])
+def test_threads_numbering_new_words_at_once_get_their_own_terms(split_identifiers: bool):
+    """Ingest analyzes outside the write lock, and one analyzer serves the whole process:
+    threads numbering new words at the same time must each get exactly their terms."""
+    import threading
+
+    config = TokenizerConfig(split_identifiers=split_identifiers)
+    shared = Tokenizer(config)
+    rounds, errors = 30, []
+
+    def work(thread: int) -> None:
+        plain = Tokenizer(config)  # the reference, one per thread
+        try:
+            for r in range(rounds):
+                # mostly words no thread has seen, some shared with the other thread
+                texts = [
+                    " ".join(f"w{thread}x{r}y{i}z{j} common{r}q{j}" for j in range(40))
+                    for i in range(50)
+                ]
+                got = numbered_lists(shared, texts)
+                want = [plain.terms(text) for text in texts]
+                if got != want:
+                    errors.append((thread, r))
+                    return
+        except Exception as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(t,)) for t in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not errors, errors

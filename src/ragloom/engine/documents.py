@@ -80,7 +80,7 @@ def chunk_terms(
         if doc.title:
             texts.append(doc.title)
         title.extend([len(texts) - 1 if doc.title else 0] * len(spans))
-    numbers, counts = tokenizer.numbered(texts)
+    numbers, counts, names = tokenizer.numbered(texts)
     starts = np.cumsum(counts) - counts
     mine, titles = np.array(own, np.int64), np.array(title, np.int64)
     pieces = [mine] + [titles] * title_weight  # per chunk: its text, then the title w times
@@ -89,7 +89,7 @@ def chunk_terms(
         np.column_stack([counts[p] for p in pieces]).ravel(),
     )
     lengths = counts[mine] + title_weight * counts[titles]
-    return ChunkTerms(numbers[positions], lengths, tokenizer.numbers)
+    return ChunkTerms(numbers[positions], lengths, names)
 
 
 def embedding_text(title: str | None, text: str) -> str:

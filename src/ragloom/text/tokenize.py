@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import threading
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
@@ -120,6 +121,9 @@ class Tokenizer:
             )
         self._term_of_word: dict[str, str] = {}
         self.numbers = TermNumbers()  # what the numbers of `numbered` stand for
+        # one analyzer serves every thread of the process (`analyzer_for`): numbering adds
+        # words and numbers, so one batch at a time
+        self._numbering = threading.Lock()
         self._numbers_of_word: WordNumbers | IdentifierNumbers = (
             IdentifierNumbers(self._identifier_numbers)
             if self.config.split_identifiers
@@ -147,10 +151,8 @@ class Tokenizer:
             cache.clear()
             new = set(words)
         ordered = list(new)
-        stemmed = self._stemmer.stemWords(ordered) if self._stemmer is not None else ordered
-        cache.update(zip(ordered, stemmed))
-        for word in self._stop.intersection(new):
-            cache[word] = ""
+        # stop words marked in the same update: a search in another thread never sees their stem
+        cache.update(zip(ordered, self._plain_terms(ordered)))
 
     def _learn_identifiers(self, words: list[str]) -> None:
         """Extend the identifier -> terms cache: joined form and parts, stemmed, no stop words."""
@@ -185,11 +187,16 @@ class Tokenizer:
             self._learn(words)
             return list(filter(None, map(lookup, words)))
 
-    def numbered(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
-        """The index terms of many texts as numbers (`self.numbers` names them), flat, and
-        how many each text has: the form of `terms` that indexing uses. One C-level pass over
-        each text's words, into one list for all texts; words never seen are analyzed
-        together at the end."""
+    def numbered(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray, TermNumbers]:
+        """The index terms of many texts as numbers, flat, how many each text has, and the
+        numbering that names them: the form of `terms` that indexing uses. One C-level pass
+        over each text's words, into one list for all texts; words never seen are analyzed
+        together at the end. Safe to call from several threads (one batch at a time)."""
+        with self._numbering:
+            numbers, counts = self._numbered(texts)
+            return numbers, counts, self.numbers
+
+    def _numbered(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
         cache = self._numbers_of_word
         if len(self.numbers) > _CACHE_LIMIT:  # an endless vocabulary: start numbering afresh
             self.numbers = TermNumbers()  # (between batches: a batch has one numbering)
