@@ -57,6 +57,12 @@ def test_version_ordering_is_numeric():
     assert version_key("beta") is None
 
 
+def test_a_negative_zero_is_version_zero():
+    """PostgreSQL's JSON numbers have no negative zero: -0.0 must read as 0 in every store."""
+    assert version_key(-0.0) == version_key(0) == version_key("0.0") == (0,)
+    assert compile_filter({"x": {"$version_lt": "9"}})({"x": -0.0}) is True
+
+
 @pytest.mark.parametrize(
     ("spec", "message"),
     [

@@ -33,7 +33,7 @@ LOGICAL_OPS = ("$and", "$or", "$not")
 def version_key(value: Any) -> tuple[int, ...] | None:
     """Turn "18.0.1" into (18, 0, 1), trailing zeros dropped; None if not a dotted version."""
     if isinstance(value, (int, float)) and not isinstance(value, bool):
-        value = str(value)
+        value = str(value + 0)  # -0.0 + 0 is 0.0: a zero has no sign (nor in PostgreSQL's JSON)
     if not isinstance(value, str) or not _VERSION.match(value.strip()):
         return None
     parts = [int(p) for p in value.strip().split(".")]
