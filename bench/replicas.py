@@ -20,7 +20,7 @@ from rich.table import Table
 from ragloom import Index
 from ragloom.evaluation.beir import load_beir
 from ragloom.evaluation.runner import EVAL_COLLECTION, whole_document_config
-from ragloom.store.postgres.local import remove, scratch_folder, start_primary
+from ragloom.local_postgres import remove, scratch_folder, start_primary
 
 
 def main() -> None:

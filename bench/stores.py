@@ -86,7 +86,7 @@ def main() -> None:
     cluster = None
     base = args.pg_url
     if base is None:
-        from ragloom.store.postgres.local import start_primary
+        from ragloom.local_postgres import start_primary
 
         cluster = start_primary(Path(tempfile.mkdtemp(prefix="ragloom-pg-")))
         base = cluster.primary.url()

@@ -47,7 +47,7 @@ def pg_server(tmp_path_factory):
     if url:
         yield url
         return
-    from ragloom.store.postgres.local import remove, scratch_folder, start_primary
+    from ragloom.local_postgres import remove, scratch_folder, start_primary
 
     folder = scratch_folder()
     cluster = start_primary(folder)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import psycopg
 
-from ragloom.store.postgres.local import LocalCluster, start_primary
+from ragloom.local_postgres import LocalCluster, start_primary
 
 APPLY_DELAY_MS = 300
 

@@ -15,7 +15,7 @@ import pytest
 
 from ragloom import Document, Index
 from ragloom.errors import StoreError
-from ragloom.store.postgres.local import remove, scratch_folder
+from ragloom.local_postgres import remove, scratch_folder
 
 from .replication import (
     APPLY_DELAY_MS,

@@ -66,19 +66,25 @@ collection_option = click.option(
 
 
 class _Commands(click.Group):
-    """`ragloom eval` and `ragloom tune` live with the evaluation code, imported only when
-    one of them runs (so that `ragloom serve` and the other commands start fast)."""
+    """`ragloom eval` and `ragloom tune` live with the evaluation code, `ragloom postgres`
+    with the local server launcher, imported only when one of them runs (so that
+    `ragloom serve` and the other commands start fast)."""
 
-    lazy = {"eval": "eval_cmd", "tune": "tune_cmd"}
+    lazy = {
+        "eval": "ragloom.evaluation.commands:eval_cmd",
+        "tune": "ragloom.evaluation.commands:tune_cmd",
+        "postgres": "ragloom.local_postgres.command:postgres",
+    }
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted({*super().list_commands(ctx), *self.lazy})
 
     def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
         if name in self.lazy and name not in self.commands:
-            from ragloom.evaluation import commands
+            import importlib
 
-            self.add_command(getattr(commands, self.lazy[name]), name)
+            module, _, attr = self.lazy[name].partition(":")
+            self.add_command(getattr(importlib.import_module(module), attr), name)
         return super().get_command(ctx, name)
 
 
