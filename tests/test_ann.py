@@ -35,7 +35,7 @@ WORDS = [f"topic{i}" for i in range(40)]
 
 @pytest.fixture
 def graph_index(tmp_path: Path, monkeypatch):
-    import ragloom.segments.ann as ann
+    import ragloom.dense.graph as ann
 
     monkeypatch.setattr(ann, "ANN_MIN", 500)
     index = Index(tmp_path / "g.db", embedder=Clustered())

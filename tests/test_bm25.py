@@ -10,11 +10,12 @@ import pytest
 
 from ragloom.config import CollectionConfig
 from ragloom.lexical import BM25Params, bm25_idf
+from ragloom.lexical.views import search_view
 from ragloom.retrieval.filters import parse_filter
+from ragloom.segments.build import build_segment
+from ragloom.segments.merge_memory import compact_memory, merge_parts
 from ragloom.segments.postings import Postings
-from ragloom.segments.segment import build_segment
 from ragloom.segments.view import CollectionView, Part
-from ragloom.store.sqlite.views import compact_memory, merge_parts
 
 
 def postings(pairs: dict[int, int]) -> Postings:
@@ -31,7 +32,7 @@ def test_scores_match_the_formula_by_hand():
     # three chunks: term 1 appears in two of them
     view = view_of([10, 11, 12], [postings({1: 2, 2: 1}), postings({1: 1, 3: 3}), postings({4: 1})])
     params = BM25Params(k1=1.2, b=0.75)
-    rows, scores = view.lexical([1], 10, params)
+    rows, scores = search_view(view, [1], 10, params)
     n, df, avgdl = 3, 2, (3 + 4 + 1) / 3
     idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
 
@@ -48,24 +49,24 @@ def test_idf_is_positive_even_for_a_term_in_every_document():
 
 def test_k1_and_b_change_scores_without_reindexing():
     view = view_of([1, 2], [postings({1: 3, 2: 5}), postings({1: 1})])
-    _, a = view.lexical([1], 2, BM25Params(0.9, 0.4))
-    _, b = view.lexical([1], 2, BM25Params(2.0, 1.0))
+    _, a = search_view(view, [1], 2, BM25Params(0.9, 0.4))
+    _, b = search_view(view, [1], 2, BM25Params(2.0, 1.0))
     assert not np.allclose(a, b)
 
 
 def test_removed_rows_are_not_returned_and_statistics_shrink():
     view = view_of([1, 2, 3], [postings({7: 1}), postings({7: 2}), postings({8: 1})])
     view = view.evolve(2, removed=[2])
-    rows, _ = view.lexical([7], 10, BM25Params())
+    rows, _ = search_view(view, [7], 10, BM25Params())
     assert rows.tolist() == [1]
     assert view.df(7) == 1 and view.n_live == 2
 
 
 def test_empty_query_and_empty_view_return_nothing():
     empty = CollectionView(1, "c", CollectionConfig(), 1, ())
-    assert len(empty.lexical([1], 5, BM25Params())[0]) == 0
+    assert len(search_view(empty, [1], 5, BM25Params())[0]) == 0
     view = view_of([1], [postings({1: 1})])
-    assert len(view.lexical([], 5, BM25Params())[0]) == 0
+    assert len(search_view(view, [], 5, BM25Params())[0]) == 0
 
 
 def _random_corpus(rng: random.Random, n: int, vocab: int = 40) -> dict[int, Postings]:
@@ -104,17 +105,17 @@ def test_incremental_versions_equal_a_fresh_build(seed: int):
     params = BM25Params()
     for _ in range(30):
         query = [rng.randrange(45) for _ in range(rng.randint(1, 6))]
-        a = view.lexical(query, 1000, params)
-        b = fresh.lexical(query, 1000, params)
+        a = search_view(view, query, 1000, params)
+        b = search_view(fresh, query, 1000, params)
         assert a[0].tolist() == b[0].tolist()
         assert a[1].tolist() == b[1].tolist()  # exactly, not approximately
         c = view_of(merged_once.rows.tolist(), [live[r] for r in merged_once.rows.tolist()])
-        assert c.lexical(query, 1000, params)[1].tolist() == b[1].tolist()
+        assert search_view(c, query, 1000, params)[1].tolist() == b[1].tolist()
 
 
 def test_filters_restrict_candidates_before_top_n():
     rows = list(range(1, 1001))
     view = view_of(rows, [postings({1: 1 + (r % 5)}) for r in rows], [{"n": r % 100} for r in rows])
     spec = {"n": {"$in": [7, 51]}}
-    got, _ = view.lexical([1], 2, BM25Params(), parse_filter(spec), "k")
+    got, _ = search_view(view, [1], 2, BM25Params(), parse_filter(spec), "k")
     assert len(got) == 2 and all(r % 100 in (7, 51) for r in got.tolist())

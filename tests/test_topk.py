@@ -7,8 +7,9 @@ import pytest
 
 from ragloom.lexical.bm25 import BM25Params, bm25_idf
 from ragloom.lexical.topk import Stats, Target, search
+from ragloom.segments.build import build_segment
+from ragloom.segments.merge_memory import merge_segments
 from ragloom.segments.postings import Postings
-from ragloom.segments.segment import build_segment, merge_segments
 
 
 @pytest.fixture(autouse=True)
@@ -198,10 +199,10 @@ def test_a_segment_file_reads_back_equal(tmp_path) -> None:
 
 
 def test_merging_into_a_file_equals_merging_in_memory(tmp_path) -> None:
-    from ragloom.segments.merge import merge_to_file
+    from ragloom.segments.merge_file import merge_to_file
+    from ragloom.segments.merge_memory import merge_parts
     from ragloom.segments.persist import load_segment
     from ragloom.segments.view import Part
-    from ragloom.store.sqlite.views import merge_parts
 
     rng = np.random.default_rng(9)
     parts = []

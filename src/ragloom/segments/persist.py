@@ -1,7 +1,10 @@
-"""Segments to and from files (see `ragloom.segments.files` for the layout)."""
+"""Segments to and from files (see `ragloom.segments.files` for the layout), and the files of
+one index mapped once and shared by every view that uses them."""
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -50,3 +53,47 @@ def load_segment(path: Path, name: str) -> Segment:
         vector_epoch=int(file.info.get("vector_epoch", 0)),
         name=name,
     )
+
+
+class SegmentMissing(Exception):
+    """A segment file listed in the snapshot's manifest is gone (merged away meanwhile)."""
+
+
+class SegmentFiles:
+    """Segment files of one index, mapped once and shared by every view that uses them.
+
+    `on_load(segment, path)` runs once for each file mapped (the store gives segments their
+    approximate-search graphs there, `ragloom.dense.graph.attach_graph`)."""
+
+    def __init__(
+        self, folder: Path, on_load: Callable[[Segment, Path], object] | None = None
+    ) -> None:
+        self.folder = folder
+        self.on_load = on_load
+        self._loaded: dict[str, Segment] = {}
+        self._lock = threading.Lock()
+
+    def path(self, name: str) -> Path:
+        return self.folder / f"{name}.seg"
+
+    def get(self, name: str) -> Segment:
+        segment = self._loaded.get(name)
+        if segment is not None:
+            return segment
+        try:
+            segment = load_segment(self.path(name), name)
+        except FileNotFoundError:
+            raise SegmentMissing(name) from None
+        if self.on_load is not None:
+            self.on_load(segment, self.path(name))
+        with self._lock:
+            return self._loaded.setdefault(name, segment)
+
+    def add(self, segment: Segment) -> None:
+        with self._lock:
+            self._loaded[segment.name] = segment
+
+    def forget(self, names: Sequence[str]) -> None:
+        with self._lock:
+            for name in names:
+                self._loaded.pop(name, None)

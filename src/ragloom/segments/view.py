@@ -3,7 +3,8 @@
 A `CollectionView` never changes. A write produces a new view that shares every unchanged
 segment with the old one, so a search holding a view keeps reading exactly that version
 while writers move on. Statistics (N, average length, document frequencies) are computed
-from the live chunks of the view, so BM25 scores equal those of a fresh build.
+from the live chunks of the view, so BM25 scores equal those of a fresh build. The legs
+that search a view are `ragloom.lexical.views` and `ragloom.dense.views`.
 """
 
 from __future__ import annotations
@@ -15,16 +16,10 @@ from typing import Any
 
 import numpy as np
 
-from ragloom.lexical import topk
-from ragloom.lexical.bm25 import BM25Params, bm25_idf
-from ragloom.lexical.weighted import weighted_search
 from ragloom.retrieval.filters import FilterNode
 from ragloom.segments.segment import Segment
-from ragloom.topn import best_first
 
 _NO_DOCS = np.zeros(0, np.int64)
-EXACT_BELOW = 30_000  # eligible vectors scanned exactly rather than through the graph
-EXACT_SHARE = 0.05
 
 
 @dataclass(frozen=True, eq=False)
@@ -130,71 +125,6 @@ class Part:
                 self.cache.clear()
             self.cache[cache_key] = mask
         return mask
-
-    def searchable(self, eligible: np.ndarray | None, epoch: int, key: Any) -> np.ndarray:
-        """Chunks whose own segment vector may be returned: it exists (no late vector
-        replaces it), the chunk is live and passes the filter. Remembered per filter."""
-        cache_key = ("searchable", epoch, key)
-        mask = self.cache.get(cache_key)
-        if mask is None:
-            seg = self.segment
-            mask = np.array(seg.has_vector, bool)  # type: ignore[arg-type]
-            mask[self.late_docs] = False  # a late vector replaces the segment's own
-            if eligible is not None:
-                mask &= eligible
-            elif self.dead is not None:
-                mask &= ~self.dead
-            self.cache[cache_key] = mask
-        return mask
-
-    def dense(
-        self,
-        query: np.ndarray,
-        k: int,
-        eligible: np.ndarray | None,
-        epoch: int,
-        key: Any = None,
-    ):
-        """Top k (chunk numbers, cosine) of live chunks with a vector: through the segment's
-        graph when it has one and the filter leaves many chunks, else exactly."""
-        seg = self.segment
-        pools = []
-        if seg.vectors is not None and seg.vector_epoch == epoch:
-            ok = self.searchable(eligible, epoch, key)
-            docs = self._approximate(query, k, ok)
-            if docs is None:
-                docs = np.flatnonzero(ok)
-                if len(docs) and len(docs) >= seg.n // 4:
-                    scores = (seg.vectors @ query)[docs]
-                    pools.append((docs, scores))
-                    docs = None
-            if docs is not None and len(docs):
-                pools.append((docs, seg.vectors[docs] @ query))
-        if self.late_vectors is not None and len(self.late_docs):
-            docs = self.late_docs
-            scores = self.late_vectors @ query
-            if eligible is not None:
-                keep = eligible[docs]
-                docs, scores = docs[keep], scores[keep]
-            pools.append((docs, scores))
-        if not pools:
-            return _NO_DOCS, np.zeros(0, np.float32)
-        docs = np.concatenate([p[0] for p in pools])
-        scores = np.concatenate([p[1] for p in pools]).astype(np.float32)
-        best = best_first(np.arange(len(docs)), scores, k)
-        return docs[best], scores[best]
-
-    def _approximate(self, query: np.ndarray, k: int, ok: np.ndarray) -> np.ndarray | None:
-        """Candidates from the graph (to be scored exactly), or None to scan exactly."""
-        ann = self.segment.ann
-        if ann is None:
-            return None
-        count = int(ok.sum()) if ok is not None else self.segment.n
-        if count <= EXACT_BELOW or count < EXACT_SHARE * self.segment.n:
-            return None  # a selective filter: the few eligible vectors are scanned exactly
-        want = max(3 * k, k + 40)
-        docs = ann.search(query, want, ok)
-        return docs if len(docs) >= min(k, count) else None
 
     def vector(self, doc: int, epoch: int) -> np.ndarray | None:
         """The vector of one chunk, if it has one."""
@@ -307,67 +237,6 @@ class CollectionView:
         embedding = getattr(self.config, "embedding", None) or {}
         value = embedding.get("dimension")
         return int(value) if value else None
-
-    # -- legs -------------------------------------------------------------------------
-    def lexical(
-        self,
-        terms: Sequence[int],
-        k: int,
-        params: BM25Params,
-        where: FilterNode | None = None,
-        where_key: str | None = None,
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """BM25 top k (rows, scores) over live chunks passing the filter, exactly."""
-        if k <= 0 or not terms or not self.n_live:
-            return _NO_DOCS, np.zeros(0, np.float64)
-        targets, stats = self._scoring(terms, where, where_key)
-        return topk.search(targets, terms, k, stats, params)
-
-    def _scoring(
-        self, terms: Sequence[int], where: FilterNode | None, where_key: str | None
-    ) -> tuple[list[topk.Target], topk.Stats]:
-        """The segments to score (live, filtered) and this version's BM25 statistics."""
-        stats = topk.Stats({t: bm25_idf(self.df(t), self.n_live) for t in set(terms)}, self.avgdl)
-        return [topk.Target(p.segment, p.eligible(where, where_key)) for p in self.parts], stats
-
-    def lexical_weighted(
-        self,
-        terms: Sequence[int],
-        weights: Sequence[float],
-        k: int,
-        params: BM25Params,
-        where: FilterNode | None = None,
-        where_key: str | None = None,
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """BM25 with a weight per query term (PRF-expanded queries), scored exhaustively."""
-        if k <= 0 or not terms or not self.n_live:
-            return _NO_DOCS, np.zeros(0, np.float64)
-        targets, stats = self._scoring(terms, where, where_key)
-        return weighted_search(targets, terms, weights, k, stats, params)
-
-    def dense(
-        self,
-        query: np.ndarray,
-        k: int,
-        where: FilterNode | None = None,
-        where_key: str | None = None,
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """Top k (rows, cosine) over live chunks with vectors passing the filter."""
-        if k <= 0:
-            return _NO_DOCS, np.zeros(0, np.float32)
-        query = np.asarray(query, np.float32)
-        rows, scores = [], []
-        for part in self.parts:
-            eligible = part.eligible(where, where_key)
-            docs, sims = part.dense(query, k, eligible, self.epoch, where_key)
-            rows.append(part.segment.rows[docs])
-            scores.append(sims)
-        if not rows:
-            return _NO_DOCS, np.zeros(0, np.float32)
-        all_rows = np.concatenate(rows)
-        all_scores = np.concatenate(scores)
-        order = np.lexsort((all_rows, -all_scores))[:k]
-        return all_rows[order], all_scores[order]
 
     # -- new versions -----------------------------------------------------------------
     def evolve(

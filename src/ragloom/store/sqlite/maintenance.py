@@ -2,11 +2,12 @@
 
 New chunks live in memory (and in their SQLite rows) until there are `flush_rows` of them;
 then they are written as one immutable segment file. Segment files are merged by the tiered
-policy (`ragloom.segments.policy`). Each step builds its file from one view without holding
-any lock, then commits the manifest change in one short write transaction, re-checking that
-nobody changed the same segments meanwhile; deletes and vectors that arrived during the step
-stay recorded (`removed`, `vectors`) and are applied to the new segment. A crash at any point
-leaves either the old segments or the new one in the manifest, never half of either.
+policy; `ragloom.segments.schedule` decides what is due. Each step builds its file from one
+view without holding any lock, then commits the manifest change in one short write
+transaction, re-checking that nobody changed the same segments meanwhile; deletes and
+vectors that arrived during the step stay recorded (`removed`, `vectors`) and are applied to
+the new segment. A crash at any point leaves either the old segments or the new one in the
+manifest, never half of either.
 """
 
 from __future__ import annotations
@@ -17,24 +18,28 @@ import os
 import threading
 import time
 import uuid
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
+from ragloom.dense import graph as ann
+from ragloom.dense.graph import attach_graph
 from ragloom.errors import StoreError
-from ragloom.segments import ann
-from ragloom.segments.merge import merge_to_file
-from ragloom.segments.policy import plan_merge
-from ragloom.segments.view import CollectionView, Part
+from ragloom.segments.merge_file import merge_to_file
+from ragloom.segments.schedule import (
+    FLUSH_ROWS,
+    MERGE_FACTOR,
+    carry_over,
+    flush_due,
+    merge_plan,
+    replaced,
+    settled,
+)
+from ragloom.segments.view import CollectionView
 from ragloom.store.sqlite.errors import from_os
-from ragloom.store.sqlite.views import attach_graph, merge_parts, read_collections
+from ragloom.store.sqlite.views import read_collections
 
 log = logging.getLogger("ragloom.store")
 
-FLUSH_ROWS = int(os.environ.get("RAGLOOM_FLUSH_ROWS", "20000"))
-MERGE_FACTOR = int(os.environ.get("RAGLOOM_MERGE_FACTOR", "10"))
 SETTLE_AFTER = 0.5  # seconds without writes before in-memory segments are folded together
 GRAPH_AFTER = float(os.environ.get("RAGLOOM_GRAPH_AFTER", "2"))  # idle seconds before graphs
 RETIRED_GRACE = 60.0  # seconds a merged-away file stays for readers of older versions
@@ -104,9 +109,9 @@ class Maintenance:
                 rows = snap.rows
                 views = [snap.collection(name).view for name in sorted(rows)]
             for view in views:
-                if self._flush_due(view):
+                if flush_due(view, self.flush_rows):
                     return self._flush(view)
-                plan = self._merge_plan(view)
+                plan = merge_plan(view, self.factor, self.flush_rows)
                 if plan is not None:
                     return self._merge(view, *plan)
             for view in views:
@@ -142,33 +147,12 @@ class Maintenance:
     def _settle(self, view: CollectionView) -> bool:
         """Once writes pause, fold the in-memory segments into one: the same version, read
         faster (a pure memory change, nothing is written)."""
-        memory = view.parts[view.files :]
-        if len(memory) < 2:
+        if len(view.parts) - view.files < 2:
             return False
         if time.monotonic() - self.last_write < SETTLE_AFTER:
             self.deferred = True
             return False
-        merged = merge_parts(memory, view.epoch, view.dimension)
-        settled = replace(
-            view, parts=view.parts[: view.files] + ((Part(merged),) if merged.n else ())
-        )
-        return self.store.replace_view(view, settled)
-
-    def _flush_due(self, view: CollectionView) -> bool:
-        memory = view.parts[view.files :]
-        return sum(p.segment.n for p in memory) >= self.flush_rows
-
-    def _merge_plan(self, view: CollectionView) -> tuple[int, int] | None:
-        files = view.parts[: view.files]
-        plan = plan_merge(
-            [p.segment.n for p in files],
-            [p.n_dead for p in files],
-            self.factor,
-            self.flush_rows,
-        )
-        if plan is None or plan[1] - plan[0] < 1:
-            return None
-        return plan
+        return self.store.replace_view(view, settled(view))
 
     def _flush(self, view: CollectionView) -> bool:
         memory = view.parts[view.files :]
@@ -214,8 +198,8 @@ class Maintenance:
                 if not committed and written:
                     with contextlib.suppress(OSError):
                         store.files.path(name).unlink()
-            new_part = _carry_over(segment, current) if segment is not None else None
-            store.publish_view(_replaced(current, view, i, j, new_part, upto, generation, flush))
+            new_part = carry_over(segment, current) if segment is not None else None
+            store.publish_view(replaced(current, view, i, j, new_part, upto, generation, flush))
         store.files.forget(old_names)
         return True
 
@@ -297,65 +281,3 @@ class Maintenance:
                     )
             except StoreError:
                 pass
-
-
-def _carry_over(segment, current: CollectionView) -> Part:
-    """The new segment as a part of `current`: rows deleted and vectors filled since."""
-    part = Part(segment)
-    live = set(current.live_rows(segment.rows.tolist()))
-    gone = [r for r in segment.rows.tolist() if r not in live]
-    if gone:
-        part = part.deleting(segment.row_index(np.array(gone, np.int64)))
-    if segment.has_vector is not None:
-        missing = segment.rows[~segment.has_vector].tolist()
-        if missing:
-            vectors = current.vectors_of(missing)
-            found = [(r, v) for r, v in zip(missing, vectors) if v.any()]
-            if found:
-                docs = segment.row_index(np.array([r for r, _ in found], np.int64))
-                part = part.with_late(docs, np.stack([v for _, v in found]))
-    return part
-
-
-def _replaced(
-    current: CollectionView,
-    view: CollectionView,
-    i: int,
-    j: int,
-    new_part: Part | None,
-    upto: int,
-    generation: int,
-    flush: bool,
-) -> CollectionView:
-    """`current` with the new segment in place of what it replaces."""
-    files = list(current.parts[: current.files])
-    memory = list(current.parts[current.files :])
-    added = [new_part] if new_part is not None else []
-    if flush:
-        files += added
-        kept = []
-        for part in memory:  # in-memory segments may have been merged across `upto`
-            if part.segment.last_row <= upto:
-                continue
-            if part.segment.first_row > upto:
-                kept.append(part)
-                continue
-            hide = part.segment.rows <= upto
-            dead = hide if part.dead is None else (part.dead | hide)
-            rebuilt = merge_parts([replace(part, dead=dead)], current.epoch, current.dimension)
-            if rebuilt.n:
-                kept.append(Part(rebuilt))
-        memory = kept
-    else:
-        names = {p.segment.name for p in view.parts[i:j]}
-        at = next(k for k, p in enumerate(files) if p.segment.name in names)
-        files = [p for p in files if p.segment.name not in names]
-        files[at:at] = added
-    return replace(
-        current,
-        generation=generation,
-        parts=tuple(files + memory),
-        files=len(files),
-        flushed_upto=upto,
-        max_row=max(current.max_row, upto),
-    )

@@ -10,9 +10,10 @@ from typing import Any
 
 import numpy as np
 
-from ragloom.segments import ann
+from ragloom.dense import graph as ann
+from ragloom.dense.graph import attach_graph
 from ragloom.segments.persist import load_segment
-from ragloom.store.sqlite.views import attach_graph, read_collections
+from ragloom.store.sqlite.views import read_collections
 
 
 def repair_store(store: Any) -> list[str]:

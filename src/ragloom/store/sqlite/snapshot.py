@@ -10,7 +10,9 @@ from typing import Any
 
 import numpy as np
 
+from ragloom.dense import views as dense_views
 from ragloom.errors import NotFound
+from ragloom.lexical import views as lexical_views
 from ragloom.lexical.bm25 import BM25Params
 from ragloom.retrieval.filters import FilterNode
 from ragloom.segments.view import CollectionView
@@ -40,7 +42,7 @@ class SQLiteCollection(CollectionReader):
         where_key: str | None = None,
     ) -> tuple[np.ndarray, np.ndarray]:
         ids = self.snapshot.term_ids(terms)
-        return self.view.lexical(ids, k, params, where, where_key)
+        return lexical_views.search_view(self.view, ids, k, params, where, where_key)
 
     def lexical_weighted(
         self,
@@ -54,7 +56,7 @@ class SQLiteCollection(CollectionReader):
         vocab = self.snapshot.term_id_map(terms)
         known = [(vocab[t], w) for t, w in zip(terms, weights) if t in vocab]
         ids, kept = [i for i, _ in known], [w for _, w in known]
-        return self.view.lexical_weighted(ids, kept, k, params, where, where_key)
+        return lexical_views.search_view_weighted(self.view, ids, kept, k, params, where, where_key)
 
     def document_frequencies(self, terms: Sequence[str]) -> tuple[dict[str, int], int]:
         vocab = self.snapshot.term_id_map(terms)
@@ -67,7 +69,7 @@ class SQLiteCollection(CollectionReader):
         where: FilterNode | None = None,
         where_key: str | None = None,
     ) -> tuple[np.ndarray, np.ndarray]:
-        return self.view.dense(vector, k, where, where_key)
+        return dense_views.search_view(self.view, vector, k, where, where_key)
 
     def metadata(self, rows: Sequence[int]) -> dict[int, dict[str, Any]]:
         return self.view.metadata(rows)

@@ -21,22 +21,17 @@ from typing import Any
 
 import numpy as np
 
+from ragloom.dense.graph import attach_graph
 from ragloom.errors import StorageError, StoreError
+from ragloom.segments.merge_memory import compact_memory
+from ragloom.segments.persist import SegmentFiles, SegmentMissing
 from ragloom.segments.view import CollectionView, Part
 from ragloom.store.base import Store
 from ragloom.store.records import CollectionInfo
 from ragloom.store.sqlite import connect as connecting
 from ragloom.store.sqlite.errors import from_sqlite
 from ragloom.store.sqlite.snapshot import SQLiteSnapshot
-from ragloom.store.sqlite.views import (
-    CollectionRow,
-    SegmentFiles,
-    SegmentMissing,
-    catch_up,
-    compact_memory,
-    load_view,
-    read_collections,
-)
+from ragloom.store.sqlite.views import CollectionRow, catch_up, load_view, read_collections
 from ragloom.store.sqlite.vocabulary import NumberedTerms, TermCache
 from ragloom.store.sqlite.write import SQLiteWrite, rows_in
 from ragloom.store.text import text_hash
@@ -53,7 +48,8 @@ class SQLiteStore(Store):
         state = connecting.open_file(self.path, create, read_only)
         self.read_only = not state.writable
         self._immutable = state.immutable
-        self.files = SegmentFiles(self.path.with_name(self.path.name + "-segments"))
+        folder = self.path.with_name(self.path.name + "-segments")
+        self.files = SegmentFiles(folder, on_load=attach_graph)
         self.terms = TermCache()
         self.numbered = NumberedTerms()
         self._write_lock = threading.RLock()

@@ -10,34 +10,20 @@ filled since. Every process derives the same view from the same generation.
 from __future__ import annotations
 
 import json
-import logging
 import sqlite3
-import threading
-from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from ragloom.config import CollectionConfig
-from ragloom.segments.ann import AnnIndex, ann_path
-from ragloom.segments.ann import available as ann_available
-from ragloom.segments.persist import load_segment
-from ragloom.segments.policy import plan_merge
+from ragloom.segments.build import segment_from
+from ragloom.segments.merge_memory import compact_memory
+from ragloom.segments.persist import SegmentFiles
 from ragloom.segments.postings import decode_many
-from ragloom.segments.segment import Segment, build_segment_flat, merge_segments
+from ragloom.segments.segment import Segment
 from ragloom.segments.view import CollectionView, Part
-
-log = logging.getLogger("ragloom.store")
-
-MEMORY_FACTOR = 8  # in-memory segments merge in tiers of this many
-MEMORY_FLOOR = 64
-
-
-class SegmentMissing(Exception):
-    """A segment file listed in the snapshot's manifest is gone (merged away meanwhile)."""
 
 
 @dataclass(frozen=True)
@@ -78,56 +64,6 @@ def dimension_of(config: dict[str, Any]) -> int | None:
     return int(value) if value else None
 
 
-def attach_graph(segment: Segment, path: Path) -> bool:
-    """Give a segment its approximate-search graph if its file exists and reads well."""
-    graph = ann_path(path)
-    if segment.ann is not None or not graph.exists() or not ann_available():
-        return segment.ann is not None
-    try:
-        index = AnnIndex.load(graph)
-    except Exception as exc:  # derived data: a damaged graph means exact search
-        log.warning("ignoring damaged graph %s (%s); run `ragloom check --repair`", graph, exc)
-        return False
-    if index.n != segment.n:
-        log.warning("ignoring stale graph %s; run `ragloom check --repair`", graph)
-        return False
-    object.__setattr__(segment, "ann", index)  # a cache beside immutable data
-    return True
-
-
-class SegmentFiles:
-    """Segment files of one index, mapped once and shared by every view that uses them."""
-
-    def __init__(self, folder: Path) -> None:
-        self.folder = folder
-        self._loaded: dict[str, Segment] = {}
-        self._lock = threading.Lock()
-
-    def path(self, name: str) -> Path:
-        return self.folder / f"{name}.seg"
-
-    def get(self, name: str) -> Segment:
-        segment = self._loaded.get(name)
-        if segment is not None:
-            return segment
-        try:
-            segment = load_segment(self.path(name), name)
-        except FileNotFoundError:
-            raise SegmentMissing(name) from None
-        attach_graph(segment, self.path(name))
-        with self._lock:
-            return self._loaded.setdefault(name, segment)
-
-    def add(self, segment: Segment) -> None:
-        with self._lock:
-            self._loaded[segment.name] = segment
-
-    def forget(self, names: Sequence[str]) -> None:
-        with self._lock:
-            for name in names:
-                self._loaded.pop(name, None)
-
-
 def _blob_vector(blob: bytes | None, dimension: int | None) -> np.ndarray | None:
     if blob is None or dimension is None:
         return None
@@ -166,25 +102,6 @@ def chunk_segment(
     return segment_from(
         [r[0] for r in records], (ids, tfs, counts), metadatas, vectors, dimension, epoch
     )
-
-
-def segment_from(
-    rows: Sequence[int],
-    postings: tuple[np.ndarray, np.ndarray, np.ndarray],
-    metadatas: Sequence[dict[str, Any]],
-    vectors: Sequence[np.ndarray | None],
-    dimension: int | None,
-    epoch: int,
-) -> Segment:
-    """An in-memory segment from flat postings; chunks whose vector is None are pending."""
-    matrix = has = None
-    if dimension is not None:
-        matrix = np.zeros((len(rows), dimension), np.float32)
-        has = np.fromiter((v is not None for v in vectors), bool, len(vectors))
-        if has.any():
-            matrix[has] = np.stack([v for v in vectors if v is not None])
-    ids, tfs, counts = postings
-    return build_segment_flat(rows, ids, tfs, counts, metadatas, matrix, has, epoch)
 
 
 def load_view(
@@ -268,38 +185,3 @@ def catch_up(
         generation, added=[Part(added)] if added is not None else [], removed=removed, late=late
     )
     return compact_memory(view)
-
-
-def merge_parts(parts: Sequence[Part], epoch: int, dimension: int | None) -> Segment:
-    """One segment of the live chunks of `parts` (their late vectors folded in)."""
-    late: dict[int, np.ndarray] = {}
-    for part in parts:
-        if part.late_vectors is not None:
-            rows = part.segment.rows[part.late_docs]
-            late.update(zip(rows.tolist(), part.late_vectors))
-    return merge_segments(
-        [(p.segment, p.dead) for p in parts], epoch, dimension, late if late else None
-    )
-
-
-def compact_memory(view: CollectionView) -> CollectionView:
-    """Merge in-memory segments in tiers so a run of small writes never leaves many of them."""
-    memory = list(view.parts[view.files :])
-    while True:
-        plan = plan_merge(
-            [p.segment.n for p in memory],
-            [p.n_dead for p in memory],
-            MEMORY_FACTOR,
-            MEMORY_FLOOR,
-            max_dead=0.5,
-        )
-        if plan is None:
-            break
-        i, j = plan
-        merged = merge_parts(memory[i:j], view.epoch, view.dimension)
-        memory[i:j] = [Part(merged)] if merged.n else []
-    if len(memory) == len(view.parts) - view.files and all(
-        a is b for a, b in zip(memory, view.parts[view.files :])
-    ):
-        return view
-    return replace(view, parts=view.parts[: view.files] + tuple(memory))

@@ -18,11 +18,12 @@ from typing import Any
 import numpy as np
 
 from ragloom.errors import InputError
+from ragloom.segments.build import segment_from
 from ragloom.segments.postings import count_ids, encode_flat
 from ragloom.segments.segment import Segment
 from ragloom.store.base import Write
 from ragloom.store.records import ChunkTerms, CollectionInfo, NewDocument, WriteOutcome
-from ragloom.store.sqlite.views import dimension_of, epoch_of, segment_from
+from ragloom.store.sqlite.views import dimension_of, epoch_of
 from ragloom.store.text import document_gaps, text_hash
 from ragloom.text.numbering import TermNumbers
 

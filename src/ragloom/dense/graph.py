@@ -17,6 +17,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ragloom.segments.segment import Segment
+
 log = logging.getLogger("ragloom.store")
 
 ANN_MIN = int(os.environ.get("RAGLOOM_ANN_MIN", "20000"))  # segments this large get a graph
@@ -89,3 +91,20 @@ class AnnIndex:
         _, ids = self.index.search(np.asarray(query, np.float32).reshape(1, -1), k, params=params)
         found = ids[0]
         return found[found >= 0].astype(np.int64)
+
+
+def attach_graph(segment: Segment, path: Path) -> bool:
+    """Give a segment its approximate-search graph if its file exists and reads well."""
+    graph = ann_path(path)
+    if segment.ann is not None or not graph.exists() or not available():
+        return segment.ann is not None
+    try:
+        index = AnnIndex.load(graph)
+    except Exception as exc:  # derived data: a damaged graph means exact search
+        log.warning("ignoring damaged graph %s (%s); run `ragloom check --repair`", graph, exc)
+        return False
+    if index.n != segment.n:
+        log.warning("ignoring stale graph %s; run `ragloom check --repair`", graph)
+        return False
+    object.__setattr__(segment, "ann", index)  # a cache beside immutable data
+    return True

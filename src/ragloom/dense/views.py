@@ -1,0 +1,111 @@
+"""The dense leg over one version of a collection (`ragloom.segments.view`): cosine top k of
+the live chunks with a vector that pass the filter, exactly (one matrix product) or through
+a segment's approximate-search graph (`ragloom.dense.graph`) when it has one and the filter
+leaves many chunks; the graph's candidates are scored exactly, so scores are true cosines."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ragloom.retrieval.filters import FilterNode
+from ragloom.segments.view import CollectionView, Part
+from ragloom.topn import best_first
+
+_NO_DOCS = np.zeros(0, np.int64)
+EXACT_BELOW = 30_000  # eligible vectors scanned exactly rather than through the graph
+EXACT_SHARE = 0.05
+
+
+def search_view(
+    view: CollectionView,
+    query: np.ndarray,
+    k: int,
+    where: FilterNode | None = None,
+    where_key: str | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Top k (rows, cosine) over live chunks with vectors passing the filter."""
+    if k <= 0:
+        return _NO_DOCS, np.zeros(0, np.float32)
+    query = np.asarray(query, np.float32)
+    rows, scores = [], []
+    for part in view.parts:
+        eligible = part.eligible(where, where_key)
+        docs, sims = search_part(part, query, k, eligible, view.epoch, where_key)
+        rows.append(part.segment.rows[docs])
+        scores.append(sims)
+    if not rows:
+        return _NO_DOCS, np.zeros(0, np.float32)
+    all_rows = np.concatenate(rows)
+    all_scores = np.concatenate(scores)
+    order = np.lexsort((all_rows, -all_scores))[:k]
+    return all_rows[order], all_scores[order]
+
+
+def search_part(
+    part: Part,
+    query: np.ndarray,
+    k: int,
+    eligible: np.ndarray | None,
+    epoch: int,
+    key: Any = None,
+):
+    """Top k (chunk numbers, cosine) of a part's live chunks with a vector: through the
+    segment's graph when it has one and the filter leaves many chunks, else exactly."""
+    seg = part.segment
+    pools = []
+    if seg.vectors is not None and seg.vector_epoch == epoch:
+        ok = _searchable(part, eligible, epoch, key)
+        docs = _approximate(part, query, k, ok)
+        if docs is None:
+            docs = np.flatnonzero(ok)
+            if len(docs) and len(docs) >= seg.n // 4:
+                scores = (seg.vectors @ query)[docs]
+                pools.append((docs, scores))
+                docs = None
+        if docs is not None and len(docs):
+            pools.append((docs, seg.vectors[docs] @ query))
+    if part.late_vectors is not None and len(part.late_docs):
+        docs = part.late_docs
+        scores = part.late_vectors @ query
+        if eligible is not None:
+            keep = eligible[docs]
+            docs, scores = docs[keep], scores[keep]
+        pools.append((docs, scores))
+    if not pools:
+        return _NO_DOCS, np.zeros(0, np.float32)
+    docs = np.concatenate([p[0] for p in pools])
+    scores = np.concatenate([p[1] for p in pools]).astype(np.float32)
+    best = best_first(np.arange(len(docs)), scores, k)
+    return docs[best], scores[best]
+
+
+def _searchable(part: Part, eligible: np.ndarray | None, epoch: int, key: Any) -> np.ndarray:
+    """Chunks whose own segment vector may be returned: it exists (no late vector replaces
+    it), the chunk is live and passes the filter. Remembered per part and filter."""
+    cache_key = ("searchable", epoch, key)
+    mask = part.cache.get(cache_key)
+    if mask is None:
+        seg = part.segment
+        mask = np.array(seg.has_vector, bool)  # type: ignore[arg-type]
+        mask[part.late_docs] = False  # a late vector replaces the segment's own
+        if eligible is not None:
+            mask &= eligible
+        elif part.dead is not None:
+            mask &= ~part.dead
+        part.cache[cache_key] = mask
+    return mask
+
+
+def _approximate(part: Part, query: np.ndarray, k: int, ok: np.ndarray) -> np.ndarray | None:
+    """Candidates from the graph (to be scored exactly), or None to scan exactly."""
+    ann = part.segment.ann
+    if ann is None:
+        return None
+    count = int(ok.sum()) if ok is not None else part.segment.n
+    if count <= EXACT_BELOW or count < EXACT_SHARE * part.segment.n:
+        return None  # a selective filter: the few eligible vectors are scanned exactly
+    want = max(3 * k, k + 40)
+    docs = ann.search(query, want, ok)
+    return docs if len(docs) >= min(k, count) else None
