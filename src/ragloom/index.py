@@ -19,8 +19,10 @@ from ragloom.context import GROUNDING_INSTRUCTION, PackedContext
 from ragloom.embedding import Embedder, resolve_embedder
 from ragloom.engine.documents import check_collection_name, check_document, embedding_text
 from ragloom.engine.ingest import IndexReport, Ingest
+from ragloom.engine.legs import DEFAULT_COLLECTION
 from ragloom.engine.models import Models, embedding_config
-from ragloom.engine.searching import DEFAULT_COLLECTION, Reading, Searcher
+from ragloom.engine.searching import Reading, Searcher
+from ragloom.engine.services import SearchServices
 from ragloom.enrich import Enricher
 from ragloom.errors import InputError, NotFound, worded
 from ragloom.lexical import BM25Params
@@ -28,7 +30,6 @@ from ragloom.loading import JsonlFields, ReadPolicy, StopSignal, index_files
 from ragloom.loading.run import batches
 from ragloom.models import Document, Hit, MultiSearchResult, SearchResult
 from ragloom.retrieval.search import SEARCH_SETTINGS, Ranking, SearchOptions
-from ragloom.steps import SearchServices
 from ragloom.store import StoredDocument
 from ragloom.store.open import open_store
 

@@ -9,26 +9,23 @@ and one embedding of the query per model.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from ragloom.config import CollectionConfig
 from ragloom.context import GROUNDING_INSTRUCTION, PackedContext, count_tokens, pack_context
-from ragloom.embedding import Embedder
-from ragloom.embedding.floors import dense_floor_of
+from ragloom.engine.legs import Legs, collection_legs, note_pending
 from ragloom.engine.models import Models, QueryVectors
 from ragloom.errors import InputError, NotFound, ReadInterrupted
 from ragloom.lexical import BM25Params
 from ragloom.models import Hit, MultiSearchResult, SearchGroup, SearchResult
 from ragloom.retrieval import pipeline
-from ragloom.retrieval.search import Leg, Ranking, SearchOptions, rank
-from ragloom.store.base import CollectionReader, Snapshot, Store
+from ragloom.retrieval.search import Ranking, SearchOptions, rank
+from ragloom.store.base import Snapshot, Store
 from ragloom.text import Tokenizer, analyzer_for
 from ragloom.timing import StageTimer, timed
 
-DEFAULT_COLLECTION = "default"
 READ_ATTEMPTS = 3  # a read that lost its connection (see `Searcher.read`) runs again
 
 
@@ -38,27 +35,13 @@ def _check_query(query: Any) -> str:
     return query
 
 
-@dataclass(frozen=True)
-class Legs:
-    """What `rank` needs from one collection of a snapshot."""
-
-    lexical: Leg
-    dense: Leg | None
-    metadata_of: Callable[[int], dict[str, Any]]
-    vectors_of: Callable[[Sequence[int]], np.ndarray] | None
-    reader: CollectionReader
-    embedder: Embedder | None
-    options: SearchOptions  # as applied: the search's, with the collection's defaults
-    dense_floor: float | None = None  # the model's floor for dense-only hits (embedding.floors)
-
-
 class Searcher:
     """Searches a store with the engine's models."""
 
     def __init__(self, store: Store, models: Models, services: Any = None) -> None:
         self.store = store
         self.models = models
-        # The LLM and reranker of the service steps (`ragloom.steps.SearchServices`).
+        # The LLM and reranker of the service steps (`ragloom.engine.services`).
         self.services = services
 
     @staticmethod
@@ -95,8 +78,8 @@ class Searcher:
         """Search one collection inside an open snapshot (timed stage by stage)."""
         timer = StageTimer()  # per-stage timings (ragloom.timing): the stages mark themselves
         with timer.running():
-            if options.uses_services:  # expansion, rerank, multi-hop: ragloom.steps
-                from ragloom.steps import search_with_steps
+            if options.uses_services:  # expansion, rerank, multi-hop: ragloom.engine.steps
+                from ragloom.engine.steps import search_with_steps
 
                 result = search_with_steps(self, snap, query, options, collection, vectors)
             else:
@@ -164,7 +147,7 @@ class Searcher:
             legs.dense_floor,
         )
         ranking.options = legs.options
-        return self.note_pending(ranking, legs.reader)
+        return note_pending(ranking, legs.reader)
 
     def legs_in(
         self,
@@ -174,73 +157,10 @@ class Searcher:
         collection: str,
         vectors: QueryVectors,
     ) -> Legs | None:
-        """A collection's legs and lookups for `rank` (the legs take the query text, so
-        query variants reuse them). None for the default collection of a new index."""
-        known = snap.collections()
-        if collection not in known:
-            if collection == DEFAULT_COLLECTION:
-                return None
-            raise NotFound(
-                f"no collection {collection!r} in {self.store.location}",
-                f"known collections: {', '.join(sorted(known)) or 'none yet'}",
-            )
-        reader = snap.collection(collection)
-        config = reader.config
-        options = options.with_defaults(config.search)  # the collection's own (tuned) defaults
-        stored_model = config.embedding
-        embedder = self.models.for_collection(collection, stored_model, reader.size() > 0)
-        tokenizer = self.tokenizer(config)
-        terms = tokenizer.terms(query)
-        bm25 = options.bm25 or config.bm25
-        node, key = options.filter_node, options.filter_key
-
-        def lexical(text: str, depth: int) -> tuple[np.ndarray, np.ndarray]:
-            words = terms if text == query else tokenizer.terms(text)
-            with timed("lexical"):
-                if options.expand == "prf":
-                    from ragloom.steps import prf_leg
-
-                    return prf_leg(snap, reader, tokenizer, config, words, depth, bm25, options)
-                return reader.lexical(words, depth, bm25, node, key)
-
-        def dense(text: str, depth: int) -> tuple[np.ndarray, np.ndarray]:
-            with timed("dense"):
-                vector = vectors.get(embedder, text)  # type: ignore[arg-type]
-                return reader.dense(vector, depth, node, key)
-
-        cache: dict[int, dict[str, Any]] = {}
-
-        def metadata_of(row: int) -> dict[str, Any]:
-            found = cache.get(row)
-            if found is None:
-                found = cache[row] = reader.metadata([row]).get(row, {})
-            return found
-
-        has_dense = bool(stored_model) and embedder is not None
-        return Legs(
-            lexical,
-            dense if has_dense else None,
-            metadata_of,
-            reader.vectors if stored_model else None,
-            reader,
-            embedder if has_dense else None,
-            options,
-            dense_floor_of(stored_model),
+        """A collection's legs and lookups for `rank` (see `ragloom.engine.legs`)."""
+        return collection_legs(
+            snap, query, options, collection, vectors, self.models, self.store.location
         )
-
-    @staticmethod
-    def note_pending(ranking: Ranking, reader: CollectionReader) -> Ranking:
-        """Mark a ranking that used vectors while some chunks still wait for theirs."""
-        if ranking.mode != "lexical":
-            waiting = reader.pending()
-            if waiting:
-                note = (
-                    f"{waiting} chunk(s) still wait for vectors (the embedding service failed "
-                    "when they were indexed); they are found by the lexical leg only"
-                )
-                ranking.degraded = True
-                ranking.reason = f"{ranking.reason}; {note}" if ranking.reason else note
-        return ranking
 
     def lexical_rows(
         self, query: str, k: int, collection: str, bm25: BM25Params | None = None

@@ -40,7 +40,7 @@ class LegCache:
     collection: str
     dense: bool  # whether the collection has vectors to search
     depth: int = DEPTH
-    expand: str | None = None  # "prf": the lexical leg with RM3 feedback (ragloom.steps)
+    expand: str | None = None  # "prf": the lexical leg with RM3 feedback (ragloom.engine.legs)
     seconds: dict[str, float] = field(default_factory=lambda: {LEXICAL: 0.0, DENSE: 0.0})
     fetched: dict[str, int] = field(default_factory=lambda: {LEXICAL: 0, DENSE: 0})
     _lists: dict[str, dict[str, _List]] = field(default_factory=lambda: {LEXICAL: {}, DENSE: {}})

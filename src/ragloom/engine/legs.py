@@ -1,0 +1,153 @@
+"""A collection's legs for one search: the lexical leg (BM25, or BM25 with RM3 feedback when
+PRF is on), the dense leg (the query embedded once per model), and the metadata and vector
+lookups the controls after fusion use, all bound to one snapshot."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ragloom.config import CollectionConfig
+from ragloom.embedding import Embedder
+from ragloom.embedding.floors import dense_floor_of
+from ragloom.engine.models import Models, QueryVectors
+from ragloom.errors import NotFound
+from ragloom.expansion.rm3 import prf_search
+from ragloom.lexical import BM25Params
+from ragloom.retrieval.search import Leg, Ranking, SearchOptions
+from ragloom.store.base import CollectionReader, Snapshot
+from ragloom.text import Tokenizer, analyzer_for
+from ragloom.timing import timed
+
+DEFAULT_COLLECTION = "default"
+
+
+@dataclass(frozen=True)
+class Legs:
+    """What `rank` needs from one collection of a snapshot."""
+
+    lexical: Leg
+    dense: Leg | None
+    metadata_of: Callable[[int], dict[str, Any]]
+    vectors_of: Callable[[Sequence[int]], np.ndarray] | None
+    reader: CollectionReader
+    embedder: Embedder | None
+    options: SearchOptions  # as applied: the search's, with the collection's defaults
+    dense_floor: float | None = None  # the model's floor for dense-only hits (embedding.floors)
+
+
+def collection_legs(
+    snap: Snapshot,
+    query: str,
+    options: SearchOptions,
+    collection: str,
+    vectors: QueryVectors,
+    models: Models,
+    location: str,
+) -> Legs | None:
+    """A collection's legs and lookups for `rank` (the legs take the query text, so
+    query variants reuse them). None for the default collection of a new index."""
+    known = snap.collections()
+    if collection not in known:
+        if collection == DEFAULT_COLLECTION:
+            return None
+        raise NotFound(
+            f"no collection {collection!r} in {location}",
+            f"known collections: {', '.join(sorted(known)) or 'none yet'}",
+        )
+    reader = snap.collection(collection)
+    config = reader.config
+    options = options.with_defaults(config.search)  # the collection's own (tuned) defaults
+    stored_model = config.embedding
+    embedder = models.for_collection(collection, stored_model, reader.size() > 0)
+    tokenizer = analyzer_for(config.tokenizer)
+    terms = tokenizer.terms(query)
+    bm25 = options.bm25 or config.bm25
+    node, key = options.filter_node, options.filter_key
+
+    def lexical(text: str, depth: int) -> tuple[np.ndarray, np.ndarray]:
+        words = terms if text == query else tokenizer.terms(text)
+        with timed("lexical"):
+            if options.expand == "prf":
+                return prf_leg(snap, reader, tokenizer, config, words, depth, bm25, options)
+            return reader.lexical(words, depth, bm25, node, key)
+
+    def dense(text: str, depth: int) -> tuple[np.ndarray, np.ndarray]:
+        with timed("dense"):
+            vector = vectors.get(embedder, text)  # type: ignore[arg-type]
+            return reader.dense(vector, depth, node, key)
+
+    cache: dict[int, dict[str, Any]] = {}
+
+    def metadata_of(row: int) -> dict[str, Any]:
+        found = cache.get(row)
+        if found is None:
+            found = cache[row] = reader.metadata([row]).get(row, {})
+        return found
+
+    has_dense = bool(stored_model) and embedder is not None
+    return Legs(
+        lexical,
+        dense if has_dense else None,
+        metadata_of,
+        reader.vectors if stored_model else None,
+        reader,
+        embedder if has_dense else None,
+        options,
+        dense_floor_of(stored_model),
+    )
+
+
+def note_pending(ranking: Ranking, reader: CollectionReader) -> Ranking:
+    """Mark a ranking that used vectors while some chunks still wait for theirs."""
+    if ranking.mode != "lexical":
+        waiting = reader.pending()
+        if waiting:
+            note = (
+                f"{waiting} chunk(s) still wait for vectors (the embedding service failed "
+                "when they were indexed); they are found by the lexical leg only"
+            )
+            ranking.degraded = True
+            ranking.reason = f"{ranking.reason}; {note}" if ranking.reason else note
+    return ranking
+
+
+def prf_leg(
+    snap: Snapshot,
+    reader: CollectionReader,
+    tokenizer: Tokenizer,
+    config: CollectionConfig,
+    terms: list[str],
+    depth: int,
+    bm25: BM25Params,
+    options: SearchOptions,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The lexical leg with RM3 pseudo-relevance feedback (`options.prf`): the feedback
+    chunks' index terms are their text's terms plus the title's, weighted as at ingest."""
+    node, key = options.filter_node, options.filter_key
+
+    def feedback_terms(rows: list[int]) -> list[dict[str, float]]:
+        chunks = snap.chunks(rows)
+        out = []
+        for row in rows:
+            chunk = chunks[row]
+            words = tokenizer.terms(chunk.text)
+            if chunk.title:
+                words += tokenizer.terms(chunk.title) * config.title_weight
+            out.append(dict(Counter(words)))
+        return out
+
+    rows, scores, _ = prf_search(
+        terms,
+        depth,
+        lambda words, n: reader.lexical(words, n, bm25, node, key),
+        lambda words, weights, n: reader.lexical_weighted(words, weights, n, bm25, node, key),
+        feedback_terms,
+        reader.document_frequencies,
+        options.prf,
+    )
+    return rows, scores
