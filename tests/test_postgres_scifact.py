@@ -49,8 +49,8 @@ def test_bm25_in_postgres_equals_the_embedded_store(tmp_path, pg_url) -> None:
         assert len(queries) >= 300
         for params in (None, BM25Params(k1=1.2, b=0.75)):
             for query in queries:
-                a = embedded._searcher.lexical_rows(query, 10, EVAL_COLLECTION, params)
-                b = postgres._searcher.lexical_rows(query, 10, EVAL_COLLECTION, params)
+                a = embedded.search_rows(query, 10, EVAL_COLLECTION, params)
+                b = postgres.search_rows(query, 10, EVAL_COLLECTION, params)
                 same_top(a, b)
         # and after deletions and replacements, the statistics follow the live chunks
         for index in (embedded, postgres):
@@ -60,7 +60,7 @@ def test_bm25_in_postgres_equals_the_embedded_store(tmp_path, pg_url) -> None:
                 [d.__class__(d.id, d.text + " revised") for d in docs[1:300:3]], EVAL_COLLECTION
             )
         for query in queries[:100]:
-            a = embedded._searcher.lexical_rows(query, 10, EVAL_COLLECTION)
-            b = postgres._searcher.lexical_rows(query, 10, EVAL_COLLECTION)
+            a = embedded.search_rows(query, 10, EVAL_COLLECTION)
+            b = postgres.search_rows(query, 10, EVAL_COLLECTION)
             assert np.allclose(a[1], b[1], rtol=1e-6, atol=0)
         assert postgres.check() == []

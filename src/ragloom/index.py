@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -20,8 +20,8 @@ from ragloom.embedding import Embedder, resolve_embedder
 from ragloom.engine.documents import check_collection_name, check_document, embedding_text
 from ragloom.engine.ingest import IndexReport, Ingest
 from ragloom.engine.legs import DEFAULT_COLLECTION
-from ragloom.engine.models import Models, embedding_config
-from ragloom.engine.searching import Reading, Searcher
+from ragloom.engine.models import Models, QueryVectors, embedding_config
+from ragloom.engine.searching import Searcher, check_query
 from ragloom.engine.services import SearchServices
 from ragloom.enrich import Enricher
 from ragloom.errors import InputError, NotFound, worded
@@ -31,9 +31,11 @@ from ragloom.loading.run import batches
 from ragloom.models import Document, Hit, MultiSearchResult, SearchResult
 from ragloom.retrieval.search import SEARCH_SETTINGS, Ranking, SearchOptions
 from ragloom.store import StoredDocument
+from ragloom.store.base import Snapshot
 from ragloom.store.open import open_store
 
 __all__ = ["DEFAULT_COLLECTION", "Index", "IndexReport", "embedding_text"]
+T = TypeVar("T")
 
 
 def _options(top_k: int = 5, **kwargs: Any) -> SearchOptions:
@@ -68,21 +70,28 @@ class _StoredFileIds:
 
 
 class IndexReading:
-    """The Index's read calls bound to one snapshot (see `Index.reading`)."""
+    """The Index's read calls bound to one snapshot (see `Index.reading` and `Index.read`):
+    a request that returns both hits and a context block shows one version of the index."""
 
-    def __init__(self, index: Index, reading: Reading) -> None:
+    def __init__(self, index: Index, snap: Snapshot) -> None:
         self._index = index
-        self._reading = reading
+        self._searcher = index._searcher
+        self.snapshot = snap
+        self._vectors = QueryVectors(index.models)  # the query embedded once per model
 
     def search(
         self, query: str, top_k: int = 5, collection: str = DEFAULT_COLLECTION, **options: Any
     ) -> SearchResult:
-        return self._reading.search(query, _options(top_k, **options), collection)
+        search = _options(top_k, **options)
+        check_query(query)
+        return self._searcher.search_in(self.snapshot, query, search, collection, self._vectors)
 
     def search_many(
         self, query: str, requests: Sequence[dict[str, Any]], **shared: Any
     ) -> MultiSearchResult:
-        return self._reading.search_many(query, self._index._requests(requests, shared))
+        wanted = self._index._requests(requests, shared)
+        check_query(query)
+        return self._searcher.search_many_in(self.snapshot, query, wanted, self._vectors)
 
     def pack(
         self,
@@ -90,10 +99,10 @@ class IndexReading:
         budget: int | None = None,
         instruction: str | None = GROUNDING_INSTRUCTION,
     ) -> PackedContext:
-        return self._reading.pack(sections, budget, instruction)
+        return self._searcher.pack_in(self.snapshot, sections, budget, instruction)
 
     def document_text(self, doc_id: str, collection: str = DEFAULT_COLLECTION) -> str:
-        return self._reading.document_text(collection, doc_id)
+        return self.snapshot.document_text(collection, doc_id)
 
 
 class Index:
@@ -429,7 +438,12 @@ class Index:
         """Several reads from one version of the index (hits and their context block):
         `search`, `search_many`, `pack` and `document_text` as on the Index."""
         with self.store.snapshot() as snap:
-            yield IndexReading(self, Reading(self._searcher, snap))
+            yield IndexReading(self, snap)
+
+    def read(self, work: Callable[[IndexReading], T]) -> T:
+        """`work(reading)` in one version of the index, as `reading` gives; run once more in
+        a fresh version if the store lost its connection midway (a replica went away)."""
+        return self._searcher.read(lambda snap: work(IndexReading(self, snap)))
 
     def pack(
         self,

@@ -125,6 +125,13 @@ class SearchResult(list):  # list[Hit]
         self.steps: dict[str, Any] = steps or {}
         self.total_tokens = total_tokens  # sum of the hits' tokens (with_tokens)
 
+    def with_hits(self, hits: list[Hit]) -> SearchResult:
+        """The same search's result holding other hits (copies shown to another audience)."""
+        out = SearchResult(hits, self.mode, self.degraded, self.reason, self.steps)
+        out.total_tokens, out.timings = self.total_tokens, self.timings
+        out.dense_floor, out.below_floor = self.dense_floor, self.below_floor
+        return out
+
     @property
     def variants(self) -> list[str] | None:
         """The queries searched when the query was expanded."""

@@ -1,54 +1,55 @@
-"""The read path: one snapshot per search; legs, fusion and controls; hits from that snapshot.
+"""The read path, one route for every search, in one snapshot:
+
+    collection's legs (`ragloom.engine.legs`) -> fusion -> controls, with the steps the
+    options switch on (`ragloom.retrieval.flow`: expansion, rerank, hops) -> hydration
+    (chunk text and metadata from the same snapshot) -> the `SearchResult`, built here only.
 
 Everything one search returns (ranking, chunk text, metadata, vectors, packed document text)
 comes from one committed version of the index, so a document being replaced is found old or
 new, never neither, never a mix. Several collections searched together share one snapshot
-and one embedding of the query per model.
+and one embedding of the query per model. A read that lost its store connection midway runs
+again in a fresh snapshot (`Searcher.read`), the one place reads are retried.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
-import numpy as np
-
-from ragloom.config import CollectionConfig
 from ragloom.context import GROUNDING_INSTRUCTION, PackedContext, count_tokens, pack_context
 from ragloom.engine.legs import Legs, collection_legs, note_pending
 from ragloom.engine.models import Models, QueryVectors
-from ragloom.errors import InputError, NotFound, ReadInterrupted
-from ragloom.lexical import BM25Params
+from ragloom.engine.services import SearchServices, search_services
+from ragloom.errors import InputError, ReadInterrupted
 from ragloom.models import Hit, MultiSearchResult, SearchGroup, SearchResult
 from ragloom.retrieval import pipeline
-from ragloom.retrieval.search import Ranking, SearchOptions, rank
+from ragloom.retrieval.flow import Backend, FlowResult, search_flow
+from ragloom.retrieval.search import Ranking, SearchOptions, fuse_legs, refine
 from ragloom.store.base import Snapshot, Store
-from ragloom.text import Tokenizer, analyzer_for
+from ragloom.text import analyzer_for
 from ragloom.timing import StageTimer, timed
 
 READ_ATTEMPTS = 3  # a read that lost its connection (see `Searcher.read`) runs again
+T = TypeVar("T")
+Requests = Sequence[tuple[str, "str | None", SearchOptions]]  # (collection, label, options)
 
 
-def _check_query(query: Any) -> str:
+def check_query(query: Any) -> str:
+    """The query, if it is a string."""
     if not isinstance(query, str):
         raise InputError(f"query must be a string, got {type(query).__name__}")
     return query
 
 
 class Searcher:
-    """Searches a store with the engine's models."""
+    """Searches a store with the engine's models (and the services of the search steps)."""
 
-    def __init__(self, store: Store, models: Models, services: Any = None) -> None:
+    def __init__(self, store: Store, models: Models, services: SearchServices | None = None):
         self.store = store
         self.models = models
-        # The LLM and reranker of the service steps (`ragloom.engine.services`).
         self.services = services
 
-    @staticmethod
-    def tokenizer(config: CollectionConfig) -> Tokenizer:
-        return analyzer_for(config.tokenizer)
-
-    def read(self, work: Callable[[Snapshot], Any]) -> Any:
+    def read(self, work: Callable[[Snapshot], T]) -> T:
         """`work(snapshot)` in one snapshot; run once more in a fresh snapshot if the store
         lost its connection midway (a replica went away: the retry reads elsewhere)."""
         for attempt in range(READ_ATTEMPTS):
@@ -62,9 +63,15 @@ class Searcher:
 
     # -- one collection ---------------------------------------------------------------
     def search(self, query: str, options: SearchOptions, collection: str) -> SearchResult:
-        _check_query(query)
+        check_query(query)
         return self.read(
             lambda snap: self.search_in(snap, query, options, collection, QueryVectors(self.models))
+        )
+
+    def rank(self, query: str, options: SearchOptions, collection: str) -> Ranking:
+        check_query(query)
+        return self.read(
+            lambda snap: self.rank_in(snap, query, options, collection, QueryVectors(self.models))
         )
 
     def search_in(
@@ -78,27 +85,83 @@ class Searcher:
         """Search one collection inside an open snapshot (timed stage by stage)."""
         timer = StageTimer()  # per-stage timings (ragloom.timing): the stages mark themselves
         with timer.running():
-            if options.uses_services:  # expansion, rerank, multi-hop: ragloom.engine.steps
-                from ragloom.engine.steps import search_with_steps
-
-                result = search_with_steps(self, snap, query, options, collection, vectors)
-            else:
-                ranking = self.rank_in(snap, query, options, collection, vectors)
-                options = ranking.options or options
-                hits, total = self.hits_in(snap, query, collection, ranking.candidates, options)
-                result = SearchResult(
-                    hits, ranking.mode, ranking.degraded, ranking.reason, None, total
-                )
-                result.dense_floor, result.below_floor = ranking.floor, ranking.below_floor
+            flow, applied = self.flow_in(snap, query, options, collection, vectors)
+            hits, total = self.hits_in(snap, query, collection, flow.candidates, applied)
+            result = SearchResult(hits, flow.mode, flow.degraded, flow.reason, flow.steps, total)
+            result.dense_floor, result.below_floor = flow.floor, flow.below_floor
         result.timings = timer.to_dict()
         return result
+
+    def rank_in(
+        self,
+        snap: Snapshot,
+        query: str,
+        options: SearchOptions,
+        collection: str,
+        vectors: QueryVectors,
+    ) -> Ranking:
+        """The ranked candidates (row ids with provenance) of one collection: the search's
+        route without fetching chunk text."""
+        flow, applied = self.flow_in(snap, query, options, collection, vectors)
+        return Ranking(
+            flow.candidates,
+            flow.mode,
+            flow.degraded,
+            flow.reason,
+            flow.floor,
+            flow.below_floor,
+            applied,
+        )
+
+    def flow_in(
+        self,
+        snap: Snapshot,
+        query: str,
+        options: SearchOptions,
+        collection: str,
+        vectors: QueryVectors,
+    ) -> tuple[FlowResult, SearchOptions]:
+        """Legs, fusion, controls and the steps the options switch on; with the options as
+        applied (the collection's own defaults filled in)."""
+        llm, reranker = (
+            search_services(self.services, options) if options.uses_services else (None, None)
+        )
+        legs = collection_legs(
+            snap, query, options, collection, vectors, self.models, self.store.location
+        )
+        if legs is None:  # a new, empty index answers with no hits
+            return FlowResult([], options.mode or "lexical"), options
+        backend = self.backend(snap, legs)
+        return search_flow(query, legs.options, backend, llm, reranker), legs.options
+
+    def backend(self, snap: Snapshot, legs: Legs) -> Backend:
+        """What the flow needs from one collection of the snapshot (`ragloom.retrieval.flow`)."""
+        options = legs.options
+
+        def fuse(text: str, opts: SearchOptions) -> Ranking:
+            ranking = fuse_legs(
+                text, opts, legs.lexical, legs.dense, legs.metadata_of, legs.dense_floor
+            )
+            return note_pending(ranking, legs.reader)
+
+        def controls(candidates: list[pipeline.Candidate], opts: SearchOptions):
+            with timed("fusion"):  # fusion's stage holds the controls after it (timing.STAGES)
+                return refine(candidates, opts, legs.metadata_of, legs.vectors_of)
+
+        def prime(texts: list[str]) -> None:
+            if legs.embedder is not None and options.mode != "lexical":
+                with timed("embed"):
+                    self.models.remember_queries(legs.embedder, texts)
+
+        services = self.services or SearchServices()
+        return Backend(fuse, controls, snap.chunks, prime, services.map)
 
     def hits_in(
         self,
         snap: Snapshot,
         query: str,
         collection: str,
-        candidates: Sequence[Any],
+        candidates: Sequence[pipeline.Candidate],
         options: SearchOptions,
     ) -> tuple[list[Hit], int | None]:
         """Hits of ranked candidates from the snapshot, with the query's matched terms when
@@ -112,84 +175,26 @@ class Searcher:
             hits = pipeline.hydrate(candidates, chunks, options if options.explain else None)
             if options.explain and hits:
                 config = snap.collection(collection).config
-                pipeline.explain_matches(hits, self.tokenizer(config), query)
+                pipeline.explain_matches(hits, analyzer_for(config.tokenizer), query)
             if not options.with_tokens:
                 return hits, None
             for hit in hits:
                 hit.tokens = count_tokens(hit.text)
             return hits, sum(hit.tokens or 0 for hit in hits)
 
-    def rank(self, query: str, options: SearchOptions, collection: str) -> Ranking:
-        _check_query(query)
-        return self.read(
-            lambda snap: self.rank_in(snap, query, options, collection, QueryVectors(self.models))
-        )
-
-    def rank_in(
-        self,
-        snap: Snapshot,
-        query: str,
-        options: SearchOptions,
-        collection: str,
-        vectors: QueryVectors,
-    ) -> Ranking:
-        """The ranked candidates (row ids with provenance) of one collection."""
-        legs = self.legs_in(snap, query, options, collection, vectors)
-        if legs is None:  # a new, empty index answers with no hits
-            return Ranking([], options.mode or "lexical")
-        ranking = rank(
-            query,
-            legs.options,
-            legs.lexical,
-            legs.dense,
-            legs.metadata_of,
-            legs.vectors_of,
-            legs.dense_floor,
-        )
-        ranking.options = legs.options
-        return note_pending(ranking, legs.reader)
-
-    def legs_in(
-        self,
-        snap: Snapshot,
-        query: str,
-        options: SearchOptions,
-        collection: str,
-        vectors: QueryVectors,
-    ) -> Legs | None:
-        """A collection's legs and lookups for `rank` (see `ragloom.engine.legs`)."""
-        return collection_legs(
-            snap, query, options, collection, vectors, self.models, self.store.location
-        )
-
-    def lexical_rows(
-        self, query: str, k: int, collection: str, bm25: BM25Params | None = None
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """The lexical leg alone (row ids, BM25 scores): what a BM25 benchmark measures."""
-        _check_query(query)
-        with self.store.snapshot() as snap:
-            if collection not in snap.collections():
-                raise NotFound(f"no collection {collection!r} in {self.store.location}")
-            reader = snap.collection(collection)
-            terms = self.tokenizer(reader.config).terms(query)
-            return reader.lexical(terms, k, bm25 or reader.config.bm25)
-
     # -- several collections ----------------------------------------------------------
-    def search_many(
-        self,
-        query: str,
-        requests: Sequence[tuple[str, str | None, SearchOptions]],
-    ) -> MultiSearchResult:
-        """Search several collections in one snapshot: (collection, label, options) each.
-
-        Groups come back in request order; `merged` interleaves them by reciprocal rank
-        (scores of different collections do not compare)."""
-        _check_query(query)
+    def search_many(self, query: str, requests: Requests) -> MultiSearchResult:
+        """Search several collections in one snapshot: (collection, label, options) each."""
+        check_query(query)
         return self.read(
             lambda snap: self.search_many_in(snap, query, requests, QueryVectors(self.models))
         )
 
-    def search_many_in(self, snap, query, requests, vectors) -> MultiSearchResult:
+    def search_many_in(
+        self, snap: Snapshot, query: str, requests: Requests, vectors: QueryVectors
+    ) -> MultiSearchResult:
+        """Groups in request order; `merged` interleaves them by reciprocal rank (scores of
+        different collections do not compare)."""
         groups = [
             SearchGroup(name, label, self.search_in(snap, query, options, name, vectors))
             for name, label, options in requests
@@ -204,14 +209,15 @@ class Searcher:
     def context(
         self,
         query: str,
-        requests: Sequence[tuple[str, str | None, SearchOptions]],
+        requests: Requests,
         budget: int | None,
         instruction: str | None = GROUNDING_INSTRUCTION,
         grouped: bool = False,
     ) -> PackedContext:
         """Search, then pack the hits (one labelled section per request when `grouped`)."""
-        _check_query(query)
-        with self.store.snapshot() as snap:
+        check_query(query)
+
+        def work(snap: Snapshot) -> PackedContext:
             vectors = QueryVectors(self.models)
             if grouped:
                 result = self.search_many_in(snap, query, requests, vectors)
@@ -221,6 +227,8 @@ class Searcher:
                 sections = [(None, list(self.search_in(snap, query, options, name, vectors)))]
             return self.pack_in(snap, sections, budget, instruction)
 
+        return self.read(work)
+
     @staticmethod
     def pack_in(
         snap: Snapshot,
@@ -228,6 +236,7 @@ class Searcher:
         budget: int | None,
         instruction: str | None,
     ) -> PackedContext:
+        """Pack hits into a context block, their documents' text read from the snapshot."""
         texts: dict[tuple[str, str], str] = {}
 
         def document_text(collection: str, doc_id: str) -> str:
@@ -237,34 +246,3 @@ class Searcher:
             return texts[key]
 
         return pack_context(sections, document_text, budget, instruction)
-
-
-class Reading:
-    """Several reads (searches, packing, document text) from one snapshot: a request that
-    returns both hits and a context block shows one version of the index."""
-
-    def __init__(self, searcher: Searcher, snap: Snapshot) -> None:
-        self.searcher = searcher
-        self.snapshot = snap
-        self.vectors = QueryVectors(searcher.models)
-
-    def search(self, query: str, options: SearchOptions, collection: str) -> SearchResult:
-        _check_query(query)
-        return self.searcher.search_in(self.snapshot, query, options, collection, self.vectors)
-
-    def search_many(
-        self, query: str, requests: Sequence[tuple[str, str | None, SearchOptions]]
-    ) -> MultiSearchResult:
-        _check_query(query)
-        return self.searcher.search_many_in(self.snapshot, query, requests, self.vectors)
-
-    def pack(
-        self,
-        sections: Sequence[tuple[str | None, Sequence[Hit]]],
-        budget: int | None = None,
-        instruction: str | None = GROUNDING_INSTRUCTION,
-    ) -> PackedContext:
-        return self.searcher.pack_in(self.snapshot, sections, budget, instruction)
-
-    def document_text(self, collection: str, doc_id: str) -> str:
-        return self.snapshot.document_text(collection, doc_id)

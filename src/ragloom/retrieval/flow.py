@@ -54,7 +54,8 @@ class Backend:
 
 @dataclass
 class FlowResult:
-    """The ranked candidates plus what each step did."""
+    """The ranked candidates plus what each step did, and the dense-only floor the fused
+    legs had to reach (None: no fusion applied one) with the candidates it dropped."""
 
     candidates: list[Candidate]
     mode: str
@@ -62,10 +63,22 @@ class FlowResult:
     expansion: dict[str, Any] | None = None
     rerank: dict[str, Any] | None = None
     hops: dict[str, Any] | None = None
+    floor: float | None = None
+    below_floor: int = 0
 
     @property
     def degraded(self) -> bool:
         return bool(self.reasons)
+
+    @property
+    def reason(self) -> str | None:
+        return "; ".join(self.reasons) or None
+
+    @property
+    def steps(self) -> dict[str, Any]:
+        """What the service steps did ("expansion", "rerank", "hops"): those that ran."""
+        done = (("expansion", self.expansion), ("rerank", self.rerank), ("hops", self.hops))
+        return {name: value for name, value in done if value is not None}
 
 
 def check_services(options: SearchOptions, llm: LLM | None, reranker: Reranker | None) -> None:
@@ -124,8 +137,13 @@ def search_flow(
 
 
 def _note(result: FlowResult, ranking: Ranking) -> None:
+    """Keep what one fused ranking reports: why it is degraded, the floor it applied and the
+    candidates that floor dropped (summed over every ranking of the search)."""
     if ranking.degraded and ranking.reason and ranking.reason not in result.reasons:
         result.reasons.append(ranking.reason)
+    if result.floor is None:
+        result.floor = ranking.floor
+    result.below_floor += ranking.below_floor
 
 
 def _first_round(

@@ -19,9 +19,8 @@ from fastapi import APIRouter, Query, Request
 
 from ragloom import __version__
 from ragloom.context import PackedContext
-from ragloom.engine.searching import READ_ATTEMPTS
-from ragloom.errors import NotFound, ReadInterrupted, StoreError
-from ragloom.index import DEFAULT_COLLECTION, Index
+from ragloom.errors import NotFound, StoreError
+from ragloom.index import DEFAULT_COLLECTION, Index, IndexReading
 from ragloom.loading import StopSignal
 from ragloom.models import Document, Hit, SearchResult
 from ragloom.server import schemas
@@ -123,72 +122,55 @@ def _search(
     roots: Sequence[Path],
     metrics: ServerMetrics | None = None,
 ) -> dict[str, Any]:
-    """Run a /query; once more if the store lost its connection midway (a replica went
-    away: the retry reads from another server)."""
-    for attempt in range(READ_ATTEMPTS):
-        try:
-            return _search_once(holder, body, roots, metrics)
-        except ReadInterrupted:
-            if attempt == READ_ATTEMPTS - 1:
-                raise
-    raise AssertionError("unreachable")
-
-
-def _search_once(
-    holder: IndexHolder,
-    body: schemas.QueryRequest,
-    roots: Sequence[Path],
-    metrics: ServerMetrics | None = None,
-) -> dict[str, Any]:
-    """Run a /query: one collection or several, optionally packed into a cited context."""
+    """Run a /query: one collection or several, optionally packed into a cited context, in
+    one version of the index (`Index.read`: run again if the store lost its connection)."""
     index = holder.get()
-    shared = {"explain": body.explain, "with_tokens": body.tokens}
-    with index.reading() as reader:  # hits and their packed context: one version
-        if body.collections:
-            answer = _search_many(reader, body, shared, roots)
-            if metrics is not None:
-                for group in answer["groups"]:
-                    metrics.observe_search(group.get("timings"), group["degraded"])
-            return answer
-        collection = body.collection or DEFAULT_COLLECTION
-        try:
-            hits = reader.search(
-                body.query,
-                top_k=body.top_k,
-                collection=collection,
-                **body.search_kwargs(),
-                **shared,
-            )
-        except NotFound:
-            if not _empty_index(index):
-                raise
-            hits = SearchResult([], body.mode or "lexical")
-        public = _public(hits, roots)
-        packed = reader.pack([(None, public)], body.budget) if body.budget else None
-    answer: dict[str, Any] = {"ok": True, "results": [hit.to_dict() for hit in public]}
-    answer.update(hits.steps)
-    if hits.total_tokens is not None:
-        answer["total_tokens"] = hits.total_tokens
-    if packed is not None:
-        answer.update(_packed(packed))
-    else:
-        answer["context"] = CONTEXT_SEPARATOR.join(h.text for h in hits)
-    answer.update(
-        mode=hits.mode,
-        degraded=hits.degraded,
-        reason=hits.reason,
-        dense_floor=hits.dense_floor,
-        below_floor=hits.below_floor,
-    )
-    answer["timings"] = hits.timings
+    if body.collections:
+        answer = index.read(lambda reader: _search_many(reader, body, roots))
+        if metrics is not None:
+            for group in answer["groups"]:
+                metrics.observe_search(group.get("timings"), group["degraded"])
+        return answer
+    answer = index.read(lambda reader: _search_one(index, reader, body, roots))
     if metrics is not None:
-        metrics.observe_search(hits.timings, hits.degraded)
+        metrics.observe_search(answer["timings"], answer["degraded"])
     return answer
 
 
-def _search_many(
-    reader: Any, body: schemas.QueryRequest, shared: dict[str, Any], roots: Sequence[Path]
+def _search_one(
+    index: Index, reader: IndexReading, body: schemas.QueryRequest, roots: Sequence[Path]
 ) -> dict[str, Any]:
+    """One collection's hits (sources relative to their roots) and their context."""
+    try:
+        found = reader.search(
+            body.query,
+            top_k=body.top_k,
+            collection=body.collection or DEFAULT_COLLECTION,
+            **body.search_kwargs(),
+            **_shared(body),
+        )
+    except NotFound:
+        if not _empty_index(index):
+            raise
+        found = SearchResult([], body.mode or "lexical")
+    result = found.with_hits(_public(found, roots))
+    answer: dict[str, Any] = {"ok": True, **result.to_dict(), "timings": result.timings}
+    if body.budget:
+        answer.update(_packed(reader.pack([(None, list(result))], body.budget)))
+    else:
+        answer["context"] = CONTEXT_SEPARATOR.join(h.text for h in result)
+    return answer
+
+
+def _shared(body: schemas.QueryRequest) -> dict[str, Any]:
+    """The search options a /query gives every collection it searches."""
+    return {"explain": body.explain, "with_tokens": body.tokens}
+
+
+def _search_many(
+    reader: IndexReading, body: schemas.QueryRequest, roots: Sequence[Path]
+) -> dict[str, Any]:
+    shared = _shared(body)
     requests = [
         {
             "collection": c.collection,
