@@ -16,57 +16,27 @@ import numpy as np
 
 from ragloom.config import CollectionConfig
 from ragloom.context import GROUNDING_INSTRUCTION, PackedContext
-from ragloom.embedding import Embedder, resolve_embedder
-from ragloom.engine.documents import check_collection_name, check_document, embedding_text
+from ragloom.embedding import Embedder
+from ragloom.engine.collections import configure, index_stats
+from ragloom.engine.documents import embedding_text
 from ragloom.engine.ingest import IndexReport, Ingest
 from ragloom.engine.legs import DEFAULT_COLLECTION
-from ragloom.engine.models import Models, QueryVectors, embedding_config
+from ragloom.engine.models import Models, QueryVectors
+from ragloom.engine.options import collection_requests, search_options
 from ragloom.engine.searching import Searcher, check_query
 from ragloom.engine.services import SearchServices
 from ragloom.enrich import Enricher
-from ragloom.errors import InputError, NotFound, worded
+from ragloom.errors import InputError, NotFound
 from ragloom.lexical import BM25Params
 from ragloom.loading import JsonlFields, ReadPolicy, StopSignal, index_files
-from ragloom.loading.run import batches
 from ragloom.models import Document, Hit, MultiSearchResult, SearchResult
-from ragloom.retrieval.search import SEARCH_SETTINGS, Ranking, SearchOptions
+from ragloom.retrieval.search import Ranking, SearchOptions
 from ragloom.store import StoredDocument
 from ragloom.store.base import Snapshot
 from ragloom.store.open import open_store
 
 __all__ = ["DEFAULT_COLLECTION", "Index", "IndexReport", "embedding_text"]
 T = TypeVar("T")
-
-
-def _options(top_k: int = 5, **kwargs: Any) -> SearchOptions:
-    """SearchOptions from `search`'s keywords (sequences made tuples). Fusion settings left
-    out or None are marked unset: the collection's own defaults fill them in (`ragloom
-    tune --apply`), else the global ones (`ragloom.retrieval.fusion.DEFAULT_FUSION`). A
-    reranker spec or object given as `rerank` becomes this search's reranker."""
-    unset = frozenset(k for k in SEARCH_SETTINGS if not kwargs.get(k) and kwargs.get(k) != 0)
-    kwargs = {k: v for k, v in kwargs.items() if k not in unset}
-    rerank = kwargs.get("rerank")
-    if rerank is not None and not isinstance(rerank, bool):
-        kwargs["reranker"], kwargs["rerank"] = rerank, True
-    for name in ("boosts", "prefer"):
-        if name in kwargs:
-            kwargs[name] = tuple(kwargs[name] or ())
-    return SearchOptions(top_k=top_k, unset=unset, **kwargs)
-
-
-class _StoredFileIds:
-    """`ragloom.loading.run.FileIds` over one collection of the store (one snapshot a call)."""
-
-    def __init__(self, store: Any, collection: str) -> None:
-        self.store, self.collection = store, collection
-
-    def by_source(self, sources: Sequence[str]) -> dict[str, list[str]]:
-        with self.store.snapshot() as snap:
-            return snap.file_ids_by_source(self.collection, sources)
-
-    def owners(self, doc_ids: Sequence[str]) -> dict[str, str | None]:
-        with self.store.snapshot() as snap:
-            return snap.sources_of(self.collection, doc_ids)
 
 
 class IndexReading:
@@ -82,14 +52,14 @@ class IndexReading:
     def search(
         self, query: str, top_k: int = 5, collection: str = DEFAULT_COLLECTION, **options: Any
     ) -> SearchResult:
-        search = _options(top_k, **options)
+        search = search_options(top_k, **options)
         check_query(query)
         return self._searcher.search_in(self.snapshot, query, search, collection, self._vectors)
 
     def search_many(
         self, query: str, requests: Sequence[dict[str, Any]], **shared: Any
     ) -> MultiSearchResult:
-        wanted = self._index._requests(requests, shared)
+        wanted = collection_requests(requests, shared)
         check_query(query)
         return self._searcher.search_many_in(self.snapshot, query, wanted, self._vectors)
 
@@ -166,39 +136,7 @@ class Index:
 
         The tokenizer of a non-empty collection cannot change (its postings would not match).
         """
-        check_collection_name(collection)
-        base = CollectionConfig()
-        unknown = set(changes) - set(base.to_dict()) - {"embedding"}
-        if unknown:
-            raise InputError(
-                f"unknown collection setting(s): {', '.join(sorted(unknown))}",
-                f"known: {', '.join(sorted(base.to_dict()))}",
-            )
-        known = self.store.collections().get(collection)
-        if known is not None:
-            base = CollectionConfig.from_dict(known.config)
-        merged = {**base.to_dict(), **{k: v for k, v in changes.items() if v is not None}}
-        for key in ("chunking", "tokenizer", "bm25", "code_chunking"):
-            value = merged[key]
-            if not isinstance(value, dict):
-                merged[key] = value.to_dict() if hasattr(value, "to_dict") else vars(value)
-        config = CollectionConfig.from_dict(merged)
-        if known is None:
-            info = self._ingest.collection(collection, config)
-            return CollectionConfig.from_dict(info.config)
-        config = CollectionConfig.from_dict({**config.to_dict(), "embedding": base.embedding})
-        if config != base:
-            with self.store.snapshot() as snap:
-                size = snap.collection(collection).size()
-            if config.tokenizer != base.tokenizer and size:
-                raise InputError(
-                    f"collection {collection!r} already holds documents analysed with "
-                    f"{base.tokenizer}; the tokenizer cannot change",
-                    "index into a new collection or a new index file",
-                )
-            with self.store.write() as write:
-                write.set_config(known, config.to_dict())
-        return config
+        return configure(self._ingest, collection, changes)
 
     # -- writing ----------------------------------------------------------------------
     def add(
@@ -219,20 +157,8 @@ class Index:
         """
         report = self._ingest.add(documents, collection, on_batch, enrichers, on_embed_error)
         if report.chunks and not report.embedding_error:
-            self._fill_after_success(report)
+            self._ingest.fill_waiting()
         return report
-
-    def _fill_after_success(self, report: IndexReport) -> None:
-        """The service answered: give chunks that wait for vectors theirs too (bounded)."""
-        from ragloom.errors import EmbeddingError
-
-        with self.store.snapshot() as snap:
-            waiting = [n for n in snap.collections() if snap.collection(n).pending()]
-        for name in waiting:
-            try:
-                self._ingest.fill_pending(name, limit=4096)
-            except EmbeddingError:
-                return
 
     def index_path(
         self,
@@ -262,20 +188,10 @@ class Index:
         if isinstance(paths, (str, Path)):
             paths = [paths]
         run = index_files(paths, include, exclude, lenient, jsonl, policy, fail_fast, stop)
-        self._ingest.collection(collection)
-        run.settle_ids(_StoredFileIds(self.store, collection))
-        run.on_file, run.validate = on_file, check_document
-        report = IndexReport()
-        for batch in batches(run.documents()):  # bounded in size, whatever the files' sizes
-            added = self._ingest.add(batch, collection, None, enrichers, on_embed_error)
-            summed = ("documents", "unchanged", "chunks", "pending", "embedded", "fragments")
-            for name in (*summed, "unchanged_chunks"):
-                setattr(report, name, getattr(report, name) + getattr(added, name))
-            report.embedding_seconds += added.embedding_seconds
-            report.embedding_error = added.embedding_error or report.embedding_error
-        self._ingest.collection(collection)  # exists even when no document landed
+        run.on_file = on_file
+        report = self._ingest.add_files(run, collection, enrichers, on_embed_error)
         if report.chunks and not report.embedding_error:
-            self._fill_after_success(report)
+            self._ingest.fill_waiting()
         for stale in run.stale:  # stored under another id, or a part no longer there
             with suppress(NotFound):
                 self.delete(stale, collection)
@@ -284,17 +200,7 @@ class Index:
 
     def delete(self, doc_id: str, collection: str = DEFAULT_COLLECTION) -> int:
         """Remove a document and every trace of it; returns the number of chunks removed."""
-        info = self.store.collections().get(collection)
-        removed = None
-        if info is not None:
-            with self.store.write() as write:
-                removed = write.delete(info, doc_id)
-        if removed is None:
-            raise NotFound(
-                f"no document {doc_id!r} in collection {collection!r}",
-                hints=worded("list the documents with {documents}"),
-            )
-        return removed
+        return self._ingest.delete(doc_id, collection)
 
     def reembed(
         self, collection: str = DEFAULT_COLLECTION, embedder: str | Embedder = "local"
@@ -304,22 +210,7 @@ class Index:
         The way to switch models, or to add vectors to a lexical-only collection. Returns the
         number of chunks embedded. Vectors already in the embedding cache are reused.
         """
-        model = resolve_embedder(embedder)
-        if model is None:
-            raise InputError("reembed needs an embedding model", "pass embedder='local' or a spec")
-        info = self.store.collections().get(collection)
-        if info is None:
-            raise NotFound(f"no collection {collection!r} in {self.path}")
-        rows = self.store.chunk_texts(info)
-        texts = [embedding_text(title, text) for _, title, text in rows]
-        vectors = model.embed(texts) if texts else np.zeros((0, 1), np.float32)
-        config = {**info.config, "embedding": embedding_config(model)}
-        with self.store.write() as write:
-            write.reset_vectors(info, config)
-            if rows:
-                write.set_vectors(info, [r for r, _, _ in rows], vectors)
-        self.models.remember(model)
-        return len(rows)
+        return self._ingest.reembed(collection, embedder)
 
     def fill_pending(self, collection: str | None = None, limit: int | None = None) -> int:
         """Embed chunks that wait for vectors (the service was down when they were indexed);
@@ -356,7 +247,7 @@ class Index:
         reranker spec/object re-scores the best `rerank_depth` candidates; `hops` > 1 runs
         the multi-hop loop; `llm` gives this search its own LLM.
         """
-        return self.search_with(query, _options(top_k, **options), collection)
+        return self.search_with(query, search_options(top_k, **options), collection)
 
     def search_with(
         self, query: str, options: SearchOptions, collection: str = DEFAULT_COLLECTION
@@ -385,20 +276,6 @@ class Index:
         scores = np.array([c.score for c in ranking.candidates], np.float64)
         return rows, scores
 
-    def _requests(
-        self, requests: Sequence[dict[str, Any]], shared: dict[str, Any]
-    ) -> list[tuple[str, str | None, SearchOptions]]:
-        if not isinstance(requests, Sequence) or not requests:
-            raise InputError("search_many needs a non-empty list of collection requests")
-        out = []
-        for request in requests:
-            if not isinstance(request, dict) or not isinstance(request.get("collection"), str):
-                raise InputError(f"each request needs a 'collection' name, got {request!r}")
-            params = {**shared, **{k: v for k, v in request.items() if k != "label"}}
-            name = params.pop("collection")
-            out.append((name, request.get("label"), _options(**params)))
-        return out
-
     def search_many(
         self, query: str, requests: Sequence[dict[str, Any]], **shared: Any
     ) -> MultiSearchResult:
@@ -409,7 +286,7 @@ class Index:
         The query is embedded once per model. Groups come back in request order; `merged`
         interleaves them by reciprocal rank (scores of different collections do not compare).
         """
-        return self._searcher.search_many(query, self._requests(requests, shared))
+        return self._searcher.search_many(query, collection_requests(requests, shared))
 
     def context(
         self,
@@ -428,9 +305,9 @@ class Index:
         every collection becomes a labelled section, in the order given.
         """
         if collections:
-            requests = self._requests(collections, search_kwargs)
+            requests = collection_requests(collections, search_kwargs)
             return self._searcher.context(query, requests, budget, instruction, grouped=True)
-        requests = [(collection, None, _options(top_k, **search_kwargs))]
+        requests = [(collection, None, search_options(top_k, **search_kwargs))]
         return self._searcher.context(query, requests, budget, instruction)
 
     @contextmanager
@@ -481,25 +358,7 @@ class Index:
 
     def stats(self) -> dict[str, Any]:
         """Counts per collection (documents, chunks, vectors, pending) plus lexical statistics."""
-        out: dict[str, Any] = {"path": str(self.path), "collections": {}}
-        with self.store.snapshot() as snap:
-            for name in sorted(snap.collections()):
-                reader = snap.collection(name)
-                config = CollectionConfig.from_dict(reader.info.config)
-                out["collections"][name] = {
-                    **reader.counts(),
-                    "embedding": config.embedding,
-                    "config": config.to_dict(),
-                }
-        groups = out["collections"].values()
-        out["documents"] = sum(c["documents"] for c in groups)
-        out["chunks"] = sum(c["chunks"] for c in groups)
-        out["pending"] = sum(c["pending"] for c in groups)
-        out["read_only"] = self.read_only
-        servers = self.store.replication()
-        if servers is not None:
-            out["replicas"] = servers
-        return out
+        return index_stats(self.store, self.path)
 
     def pending(self) -> int:
         """Chunks waiting for vectors, over every collection."""

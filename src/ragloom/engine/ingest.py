@@ -17,9 +17,10 @@ import numpy as np
 
 from ragloom.chunking import ChunkPolicy, split_document
 from ragloom.config import CollectionConfig
-from ragloom.embedding import Embedder
+from ragloom.embedding import Embedder, resolve_embedder
 from ragloom.engine.documents import (
     check_collection_name,
+    check_document,
     checked_document,
     chunk_terms,
     content_hash,
@@ -27,8 +28,8 @@ from ragloom.engine.documents import (
 )
 from ragloom.engine.models import Models, embedding_config
 from ragloom.enrich import Enricher, enrich_span, enrichers_fingerprint
-from ragloom.errors import EmbeddingError, EmbeddingMismatch, InputError
-from ragloom.loading.run import FileFailure
+from ragloom.errors import EmbeddingError, EmbeddingMismatch, InputError, NotFound, worded
+from ragloom.loading.run import FileFailure, FileRun, batches
 from ragloom.models import Document
 from ragloom.store.base import Store
 from ragloom.store.records import CollectionInfo, NewChunk, NewDocument
@@ -270,7 +271,70 @@ class Ingest:
         report.pending += sum(v is None for v in out)
         return out
 
+    def add_files(
+        self, run: FileRun, collection: str, enrichers: Sequence[Enricher], on_embed_error: str
+    ) -> IndexReport:
+        """Index the documents of a run over files, in batches bounded in size whatever the
+        files' sizes (one file is one document however it is reached: `ragloom.loading.run`)."""
+        self.collection(collection)
+        run.settle_ids(StoredFileIds(self.store, collection))
+        run.validate = check_document
+        report = IndexReport()
+        for batch in batches(run.documents()):  # bounded in size, whatever the files' sizes
+            added = self.add(batch, collection, None, enrichers, on_embed_error)
+            summed = ("documents", "unchanged", "chunks", "pending", "embedded", "fragments")
+            for name in (*summed, "unchanged_chunks"):
+                setattr(report, name, getattr(report, name) + getattr(added, name))
+            report.embedding_seconds += added.embedding_seconds
+            report.embedding_error = added.embedding_error or report.embedding_error
+        self.collection(collection)  # exists even when no document landed
+        return report
+
+    def delete(self, doc_id: str, collection: str) -> int:
+        """Remove a document and every trace of it; returns the number of chunks removed."""
+        info = self.store.collections().get(collection)
+        removed = None
+        if info is not None:
+            with self.store.write() as write:
+                removed = write.delete(info, doc_id)
+        if removed is None:
+            raise NotFound(
+                f"no document {doc_id!r} in collection {collection!r}",
+                hints=worded("list the documents with {documents}"),
+            )
+        return removed
+
     # -- vectors ----------------------------------------------------------------------
+    def fill_waiting(self) -> None:
+        """The service answered: give chunks that wait for vectors theirs too (bounded)."""
+        with self.store.snapshot() as snap:
+            waiting = [n for n in snap.collections() if snap.collection(n).pending()]
+        for name in waiting:
+            try:
+                self.fill_pending(name, limit=4096)
+            except EmbeddingError:
+                return
+
+    def reembed(self, collection: str, embedder: str | Embedder) -> int:
+        """Replace a collection's vectors with `embedder`'s (all chunks, one transaction);
+        returns the number of chunks embedded."""
+        model = resolve_embedder(embedder)
+        if model is None:
+            raise InputError("reembed needs an embedding model", "pass embedder='local' or a spec")
+        info = self.store.collections().get(collection)
+        if info is None:
+            raise NotFound(f"no collection {collection!r} in {self.store.location}")
+        rows = self.store.chunk_texts(info)
+        texts = [embedding_text(title, text) for _, title, text in rows]
+        vectors = model.embed(texts) if texts else np.zeros((0, 1), np.float32)
+        config = {**info.config, "embedding": embedding_config(model)}
+        with self.store.write() as write:
+            write.reset_vectors(info, config)
+            if rows:
+                write.set_vectors(info, [r for r, _, _ in rows], vectors)
+        self.models.remember(model)
+        return len(rows)
+
     def fill_pending(self, name: str, limit: int | None = None, batch: int = 256) -> int:
         """Embed chunks that wait for vectors; returns how many got one. Raises the
         embedding service's typed error when it still fails."""
@@ -293,3 +357,18 @@ class Ingest:
             if not filled:
                 break
         return done
+
+
+class StoredFileIds:
+    """`ragloom.loading.run.FileIds` over one collection of the store (one snapshot a call)."""
+
+    def __init__(self, store: Store, collection: str) -> None:
+        self.store, self.collection = store, collection
+
+    def by_source(self, sources: Sequence[str]) -> dict[str, list[str]]:
+        with self.store.snapshot() as snap:
+            return snap.file_ids_by_source(self.collection, sources)
+
+    def owners(self, doc_ids: Sequence[str]) -> dict[str, str | None]:
+        with self.store.snapshot() as snap:
+            return snap.sources_of(self.collection, doc_ids)

@@ -1,0 +1,76 @@
+"""Collections' settings and counts: creating or changing a collection's configuration, and
+the statistics of every collection, each read from one version of the index."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ragloom.config import CollectionConfig
+from ragloom.engine.documents import check_collection_name
+from ragloom.engine.ingest import Ingest
+from ragloom.errors import InputError
+from ragloom.store.base import Store
+
+
+def configure(ingest: Ingest, collection: str, changes: dict[str, Any]) -> CollectionConfig:
+    """Create a collection with settings, or change chunking/BM25 settings of an existing one.
+
+    The tokenizer of a non-empty collection cannot change (its postings would not match).
+    """
+    store = ingest.store
+    check_collection_name(collection)
+    base = CollectionConfig()
+    unknown = set(changes) - set(base.to_dict()) - {"embedding"}
+    if unknown:
+        raise InputError(
+            f"unknown collection setting(s): {', '.join(sorted(unknown))}",
+            f"known: {', '.join(sorted(base.to_dict()))}",
+        )
+    known = store.collections().get(collection)
+    if known is not None:
+        base = CollectionConfig.from_dict(known.config)
+    merged = {**base.to_dict(), **{k: v for k, v in changes.items() if v is not None}}
+    for key in ("chunking", "tokenizer", "bm25", "code_chunking"):
+        value = merged[key]
+        if not isinstance(value, dict):
+            merged[key] = value.to_dict() if hasattr(value, "to_dict") else vars(value)
+    config = CollectionConfig.from_dict(merged)
+    if known is None:
+        info = ingest.collection(collection, config)
+        return CollectionConfig.from_dict(info.config)
+    config = CollectionConfig.from_dict({**config.to_dict(), "embedding": base.embedding})
+    if config != base:
+        with store.snapshot() as snap:
+            size = snap.collection(collection).size()
+        if config.tokenizer != base.tokenizer and size:
+            raise InputError(
+                f"collection {collection!r} already holds documents analysed with "
+                f"{base.tokenizer}; the tokenizer cannot change",
+                "index into a new collection or a new index file",
+            )
+        with store.write() as write:
+            write.set_config(known, config.to_dict())
+    return config
+
+
+def index_stats(store: Store, path: Any) -> dict[str, Any]:
+    """Counts per collection (documents, chunks, vectors, pending) plus lexical statistics."""
+    out: dict[str, Any] = {"path": str(path), "collections": {}}
+    with store.snapshot() as snap:
+        for name in sorted(snap.collections()):
+            reader = snap.collection(name)
+            config = CollectionConfig.from_dict(reader.info.config)
+            out["collections"][name] = {
+                **reader.counts(),
+                "embedding": config.embedding,
+                "config": config.to_dict(),
+            }
+    groups = out["collections"].values()
+    out["documents"] = sum(c["documents"] for c in groups)
+    out["chunks"] = sum(c["chunks"] for c in groups)
+    out["pending"] = sum(c["pending"] for c in groups)
+    out["read_only"] = store.read_only
+    servers = store.replication()
+    if servers is not None:
+        out["replicas"] = servers
+    return out

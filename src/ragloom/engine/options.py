@@ -1,0 +1,43 @@
+"""A search's options from the keywords the interfaces pass (`Index.search(query, **kw)`,
+`search_many`'s requests), so the library, the command line and HTTP build them alike."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ragloom.errors import InputError
+from ragloom.retrieval.search import SEARCH_SETTINGS, SearchOptions
+
+Requests = list[tuple[str, "str | None", SearchOptions]]  # (collection, label, options)
+
+
+def search_options(top_k: int = 5, **kwargs: Any) -> SearchOptions:
+    """SearchOptions from `search`'s keywords (sequences made tuples). Fusion settings left
+    out or None are marked unset: the collection's own defaults fill them in (`ragloom
+    tune --apply`), else the global ones (`ragloom.retrieval.fusion.DEFAULT_FUSION`). A
+    reranker spec or object given as `rerank` becomes this search's reranker."""
+    unset = frozenset(k for k in SEARCH_SETTINGS if not kwargs.get(k) and kwargs.get(k) != 0)
+    kwargs = {k: v for k, v in kwargs.items() if k not in unset}
+    rerank = kwargs.get("rerank")
+    if rerank is not None and not isinstance(rerank, bool):
+        kwargs["reranker"], kwargs["rerank"] = rerank, True
+    for name in ("boosts", "prefer"):
+        if name in kwargs:
+            kwargs[name] = tuple(kwargs[name] or ())
+    return SearchOptions(top_k=top_k, unset=unset, **kwargs)
+
+
+def collection_requests(requests: Sequence[dict[str, Any]], shared: dict[str, Any]) -> Requests:
+    """(collection, label, options) of each `search_many` request; `shared` keywords apply
+    to every request that does not set them."""
+    if not isinstance(requests, Sequence) or not requests:
+        raise InputError("search_many needs a non-empty list of collection requests")
+    out = []
+    for request in requests:
+        if not isinstance(request, dict) or not isinstance(request.get("collection"), str):
+            raise InputError(f"each request needs a 'collection' name, got {request!r}")
+        params = {**shared, **{k: v for k, v in request.items() if k != "label"}}
+        name = params.pop("collection")
+        out.append((name, request.get("label"), search_options(**params)))
+    return out
