@@ -6,7 +6,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ragloom.retrieval.filters import compile_filter, parse_filter
+from ragloom.filters import compile_filter, parse_filter
 from ragloom.segments.columns import MetadataColumns
 
 values = st.one_of(

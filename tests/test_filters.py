@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from ragloom.errors import InputError
-from ragloom.retrieval.filters import compile_filter, version_key
+from ragloom.filters import compile_filter, version_key
 
 ROMANS_9 = {
     "book_id": "romans",

@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, find, given, settings
 from hypothesis import strategies as st
 
 from ragloom import Document, Index, RagloomError
-from ragloom.retrieval.filters import FIELD_OPS, LOGICAL_OPS
+from ragloom.filters import FIELD_OPS, LOGICAL_OPS
 from ragloom.server.launch import ServerProcess
 
 SETTINGS = settings(

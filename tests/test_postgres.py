@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from ragloom import Document, Index
 from ragloom.errors import StoreError
-from ragloom.retrieval.filters import compile_filter, parse_filter
+from ragloom.filters import compile_filter, parse_filter
 from ragloom.server.launch import ServerProcess
 from ragloom.store.migrate import migrate
 from ragloom.store.open import open_store

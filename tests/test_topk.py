@@ -191,7 +191,7 @@ def test_a_segment_file_reads_back_equal(tmp_path) -> None:
     assert np.array_equal(seg.lengths, back.lengths)
     assert np.array_equal(seg.block_min_len, back.block_min_len)
     assert back.vector_epoch == 3 and np.array_equal(back.has_vector, has)
-    from ragloom.retrieval.filters import parse_filter
+    from ragloom.filters import parse_filter
 
     for spec in ({"book": 1}, {"tags": {"$overlap": ["b"]}}, {"$not": {"tags": {"$exists": True}}}):
         node = parse_filter(spec)

@@ -49,11 +49,10 @@ from ragloom.server.errors import (
     ServerError,
     Unauthorized,
 )
+from ragloom.version import __version__ as __version__
 
 if TYPE_CHECKING:
     from ragloom.client import Client
-
-__version__ = "0.1.0"
 
 
 def open_index(path: str = "ragloom.db", create: bool = True) -> Index:

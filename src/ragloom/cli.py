@@ -12,12 +12,13 @@ import click
 from rich.markup import escape
 from rich.table import Table
 
-from ragloom import __version__
+from ragloom.command_options import embedder_after, index_after
 from ragloom.console import err, out, print_json, progress, report_line
 from ragloom.errors import RagloomError
 from ragloom.index import DEFAULT_COLLECTION, Index, IndexReport
 from ragloom.lexical import BM25Params
 from ragloom.loading import DEFAULT_MAX_FILE_SIZE, JsonlFields, ReadPolicy
+from ragloom.version import __version__
 
 _progress = progress  # (shared with the evaluation commands: ragloom.console)
 
@@ -86,31 +87,6 @@ class _Commands(click.Group):
             module, _, attr = self.lazy[name].partition(":")
             self.add_command(getattr(importlib.import_module(module), attr), name)
         return super().get_command(ctx, name)
-
-
-def _store(key: str) -> Callable[[click.Context, click.Parameter, str | None], None]:
-    """Option callback: a value given after the command overrides the one given before."""
-
-    def store(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
-        if value is not None:
-            if key == "embedder":
-                from ragloom.embedding.resolve import check_spec
-
-                check_spec(value)
-            ctx.ensure_object(dict)[key] = value
-
-    return store
-
-
-def _after(name: str, key: str, what: str) -> Callable[[Callable[..., Any]], Any]:
-    """An option also accepted after the command, overriding the one given before it."""
-    return click.option(
-        name, default=None, expose_value=False, callback=_store(key), help=f"{what} (as before)."
-    )
-
-
-embedder_after = _after("--embedder", "embedder", "Embedding model")
-index_after = _after("--index", "index_path", "Index file")
 
 
 def where_options(command: Callable[..., Any]) -> Callable[..., Any]:

@@ -27,7 +27,7 @@ def build_server(toolbox: Toolbox) -> Any:
         from mcp.server.mcpserver.exceptions import ToolError
     except ImportError as exc:
         raise ModelUnavailable(f"the mcp package is not installed ({exc})", INSTALL_HINT) from None
-    from ragloom import __version__
+    from ragloom.version import __version__
 
     server = MCPServer(
         "ragloom",

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from ragloom.retrieval.filters import FilterNode
+from ragloom.filters import FilterNode
 from ragloom.segments.view import CollectionView, Part
 from ragloom.topn import best_first
 

@@ -16,17 +16,17 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
-from ragloom.context import GROUNDING_INSTRUCTION, PackedContext, count_tokens, pack_context
+from ragloom.context import GROUNDING_INSTRUCTION, PackedContext, pack_context
+from ragloom.engine.hydrate import hits_of
 from ragloom.engine.legs import Legs, collection_legs, note_pending
 from ragloom.engine.models import Models, QueryVectors
 from ragloom.engine.services import SearchServices, search_services
 from ragloom.errors import InputError, ReadInterrupted
 from ragloom.models import Hit, MultiSearchResult, SearchGroup, SearchResult
-from ragloom.retrieval import pipeline
 from ragloom.retrieval.flow import Backend, FlowResult, search_flow
+from ragloom.retrieval.pipeline import Candidate
 from ragloom.retrieval.search import Ranking, SearchOptions, fuse_legs, refine
 from ragloom.store.base import Snapshot, Store
-from ragloom.text import analyzer_for
 from ragloom.timing import StageTimer, timed
 
 READ_ATTEMPTS = 3  # a read that lost its connection (see `Searcher.read`) runs again
@@ -86,7 +86,7 @@ class Searcher:
         timer = StageTimer()  # per-stage timings (ragloom.timing): the stages mark themselves
         with timer.running():
             flow, applied = self.flow_in(snap, query, options, collection, vectors)
-            hits, total = self.hits_in(snap, query, collection, flow.candidates, applied)
+            hits, total = hits_of(snap, query, collection, flow.candidates, applied)
             result = SearchResult(hits, flow.mode, flow.degraded, flow.reason, flow.steps, total)
             result.dense_floor, result.below_floor = flow.floor, flow.below_floor
         result.timings = timer.to_dict()
@@ -144,7 +144,7 @@ class Searcher:
             )
             return note_pending(ranking, legs.reader)
 
-        def controls(candidates: list[pipeline.Candidate], opts: SearchOptions):
+        def controls(candidates: list[Candidate], opts: SearchOptions):
             with timed("fusion"):  # fusion's stage holds the controls after it (timing.STAGES)
                 return refine(candidates, opts, legs.metadata_of, legs.vectors_of)
 
@@ -155,32 +155,6 @@ class Searcher:
 
         services = self.services or SearchServices()
         return Backend(fuse, controls, snap.chunks, prime, services.map)
-
-    def hits_in(
-        self,
-        snap: Snapshot,
-        query: str,
-        collection: str,
-        candidates: Sequence[pipeline.Candidate],
-        options: SearchOptions,
-    ) -> tuple[list[Hit], int | None]:
-        """Hits of ranked candidates from the snapshot, with the query's matched terms when
-        explained, and token counts with their total when asked."""
-        with timed("hydrate"):
-            rows = [c.row_id for c in candidates]
-            chunks = snap.chunks(rows)
-            missing = [r for r in rows if r not in chunks]
-            if missing:  # cannot happen within one snapshot; fail loudly, never drop hits
-                raise RuntimeError(f"snapshot inconsistency: rows {missing[:5]} vanished")
-            hits = pipeline.hydrate(candidates, chunks, options if options.explain else None)
-            if options.explain and hits:
-                config = snap.collection(collection).config
-                pipeline.explain_matches(hits, analyzer_for(config.tokenizer), query)
-            if not options.with_tokens:
-                return hits, None
-            for hit in hits:
-                hit.tokens = count_tokens(hit.text)
-            return hits, sum(hit.tokens or 0 for hit in hits)
 
     # -- several collections ----------------------------------------------------------
     def search_many(self, query: str, requests: Requests) -> MultiSearchResult:

@@ -11,7 +11,7 @@ from typing import Any
 import click
 from rich.table import Table
 
-from ragloom.cli import embedder_after  # loaded by the CLI itself: no cycle at import
+from ragloom.command_options import embedder_after
 from ragloom.config import CollectionConfig
 from ragloom.console import err, out, print_json, progress
 from ragloom.errors import NotFound
@@ -194,6 +194,20 @@ def print_tune(result: TuneResult, seconds: float) -> None:
         out.print(f"written to {result.applied_to}: searches there use it by default")
 
 
+def _tune_target(ctx: click.Context, apply_to: str | None) -> Path | None:
+    """The index whose collection `--apply` names (checked before any work), or None."""
+    if apply_to is None:
+        return None
+    target = Path(ctx.obj["index_path"])
+    with Index(target, create=False, embedder=None) as index:
+        if apply_to not in index.collections():
+            raise NotFound(
+                f"no collection {apply_to!r} in {target}",
+                "name a collection of the index given with --index before `tune`",
+            )
+    return target
+
+
 @click.command("tune")
 @embedder_after
 @dataset_options
@@ -230,15 +244,7 @@ def tune_cmd(
         train, test = holdout_split(load_beir(p["folder"], test_split), holdout)
     else:
         train, test = load_beir(p["folder"], train_split), load_beir(p["folder"], test_split)
-    target = None
-    if apply_to is not None:
-        target = Path(ctx.obj["index_path"])
-        with Index(target, create=False, embedder=None) as index:
-            if apply_to not in index.collections():
-                raise NotFound(
-                    f"no collection {apply_to!r} in {target}",
-                    "name a collection of the index given with --index before `tune`",
-                )
+    target = _tune_target(ctx, apply_to)
     config = _config(p)
     with (
         progress("indexing, searching, tuning") as update,

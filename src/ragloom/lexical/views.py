@@ -8,10 +8,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from ragloom.filters import FilterNode
 from ragloom.lexical import topk
 from ragloom.lexical.bm25 import BM25Params, bm25_idf
 from ragloom.lexical.weighted import weighted_search
-from ragloom.retrieval.filters import FilterNode
 from ragloom.segments.view import CollectionView
 
 _NO_ROWS = np.zeros(0, np.int64)

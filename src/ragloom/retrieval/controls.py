@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from ragloom.errors import InputError
-from ragloom.retrieval.filters import Predicate, compile_filter
+from ragloom.filters import Predicate, compile_filter
 from ragloom.retrieval.pipeline import Candidate
 
 MetadataOf = Callable[[int], Mapping[str, Any]]

@@ -14,10 +14,7 @@ import numpy as np
 
 from ragloom.errors import EmbeddingError, InputError, NeedsVectors, worded
 from ragloom.expansion.rm3 import PRFParams
-from ragloom.lexical import BM25Params
-from ragloom.retrieval import controls, fusion, pipeline
-from ragloom.retrieval.controls import MISSING_POLICIES, BoostRule, MetadataOf
-from ragloom.retrieval.filters import (
+from ragloom.filters import (
     FilterNode,
     Predicate,
     compile_filter,
@@ -25,6 +22,9 @@ from ragloom.retrieval.filters import (
     parse_filter,
     predicate_of,
 )
+from ragloom.lexical import BM25Params
+from ragloom.retrieval import controls, fusion, pipeline
+from ragloom.retrieval.controls import MISSING_POLICIES, BoostRule, MetadataOf
 from ragloom.retrieval.fusion import DEFAULT_FUSION, DEFAULT_NORMALIZATION
 from ragloom.retrieval.pipeline import DENSE, LEXICAL, Candidate
 from ragloom.retrieval.variants import MERGES

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from ragloom.retrieval.filters import AnyOf, FilterNode, Leaf, Not
+from ragloom.filters import AnyOf, FilterNode, Leaf, Not
 
 _SCALARS = (str, int, float, bool, type(None))
 

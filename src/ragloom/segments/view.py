@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from ragloom.retrieval.filters import FilterNode
+from ragloom.filters import FilterNode
 from ragloom.segments.segment import Segment
 
 _NO_DOCS = np.zeros(0, np.int64)

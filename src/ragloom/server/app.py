@@ -10,7 +10,6 @@ from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 from starlette.responses import Response
 
-from ragloom import __version__
 from ragloom.errors import StoreError
 from ragloom.server import handlers
 from ragloom.server.auth import OPEN_PATHS, BearerAuth
@@ -24,6 +23,7 @@ from ragloom.server.pending import PendingFiller
 from ragloom.server.routes import build_router
 from ragloom.server.settings import ServerSettings
 from ragloom.server.worker import BatchWorker
+from ragloom.version import __version__
 
 QUERY_THREADS = 2  # more than one: a query waiting on an embedding service stalls no other
 INDEX_JOBS = 2  # concurrent /index jobs; the rest queue without taking query threads

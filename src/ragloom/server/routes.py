@@ -17,7 +17,6 @@ from typing import Any
 
 from fastapi import APIRouter, Query, Request
 
-from ragloom import __version__
 from ragloom.context import PackedContext
 from ragloom.errors import NotFound, StoreError
 from ragloom.index import DEFAULT_COLLECTION, Index, IndexReading
@@ -33,6 +32,7 @@ from ragloom.server.responses import JSONResponse
 from ragloom.server.settings import ServerSettings
 from ragloom.server.worker import BatchWorker
 from ragloom.store.open import location_label
+from ragloom.version import __version__
 
 CONTEXT_SEPARATOR = "\n---\n"
 

@@ -16,8 +16,8 @@ from typing import Any
 
 import numpy as np
 
+from ragloom.filters import FilterNode
 from ragloom.lexical.bm25 import BM25Params
-from ragloom.retrieval.filters import FilterNode
 from ragloom.store.records import (
     ChunkTerms,
     CollectionInfo,
@@ -157,6 +157,18 @@ class Snapshot(ABC):
             yield from page
             offset += len(page)
 
+    # Vectors a write may reuse instead of embedding again (`Store.reusable_vectors`).
+    def document_vectors(
+        self, collection: CollectionInfo, doc_ids: Sequence[str], wanted: set[bytes]
+    ) -> dict[bytes, np.ndarray]:
+        """Vectors of the live chunks of `doc_ids` whose embedding text hashes to one of
+        `wanted` (`ragloom.store.text.text_hash`), by that hash."""
+        raise NotImplementedError
+
+    def cached_vectors(self, model: str, hashes: Sequence[bytes]) -> dict[bytes, np.ndarray]:
+        """Vectors `model` gave these texts (by hash) before their chunks were deleted."""
+        raise NotImplementedError
+
     def chunk_counts(self, collection: str, doc_ids: Sequence[str]) -> dict[str, int]:
         """How many chunks each of `doc_ids` that exists holds. This default pages through
         the collection's documents; a backend answers it with one query instead."""
@@ -238,7 +250,6 @@ class Store(ABC):
     def chunk_texts(self, collection: CollectionInfo) -> list[tuple[int, str | None, str]]:
         """Every chunk of a collection: (row id, document title, chunk text)."""
 
-    @abstractmethod
     def reusable_vectors(
         self,
         collection: CollectionInfo,
@@ -247,7 +258,19 @@ class Store(ABC):
         hashes: Sequence[bytes],
     ) -> dict[bytes, np.ndarray]:
         """Vectors already computed by `model` for embedding texts with these hashes: the live
-        chunks of `doc_ids` (re-indexing an edited document) and the cache of deleted ones."""
+        chunks of `doc_ids` (re-indexing an edited document), then the cache of deleted
+        ones, read from one snapshot."""
+        wanted = set(hashes)
+        found: dict[bytes, np.ndarray] = {}
+        if not wanted:
+            return found
+        with self.snapshot() as snap:
+            if doc_ids:
+                found.update(snap.document_vectors(collection, doc_ids, wanted))
+            rest = [h for h in wanted if h not in found]
+            if rest:
+                found.update(snap.cached_vectors(model, rest))
+        return found
 
     @abstractmethod
     def check(self) -> list[str]:

@@ -17,8 +17,8 @@ from typing import Any
 import numpy as np
 from psycopg import sql
 
+from ragloom.filters import FilterNode
 from ragloom.lexical.bm25 import BM25Params, bm25_idf
-from ragloom.retrieval.filters import FilterNode
 from ragloom.store.postgres import where as filters
 
 EXACT_LIMIT = 20_000  # eligible chunks up to which a filtered dense search is exact

@@ -12,13 +12,13 @@ import psycopg
 
 from ragloom.config import CollectionConfig
 from ragloom.errors import NotFound
+from ragloom.filters import FilterNode
 from ragloom.lexical.bm25 import BM25Params
-from ragloom.retrieval.filters import FilterNode
 from ragloom.store.base import CollectionReader, Snapshot
 from ragloom.store.postgres import legs
 from ragloom.store.records import CollectionInfo, StoredChunk, StoredDocument
-from ragloom.store.sqlite.views import parse_config
-from ragloom.store.text import rebuild_text
+from ragloom.store.rows import parse_config
+from ragloom.store.text import rebuild_text, text_hash
 
 
 @dataclass(frozen=True)
@@ -232,6 +232,29 @@ class PostgresSnapshot(Snapshot):
                 (row.id, list(doc_ids)),
             ).fetchall()
         )
+
+    def document_vectors(
+        self, collection: CollectionInfo, doc_ids: Sequence[str], wanted: set[bytes]
+    ) -> dict[bytes, np.ndarray]:
+        found: dict[bytes, np.ndarray] = {}
+        rows = self.conn.cursor(binary=True).execute(
+            "SELECT d.title, c.text, c.embedding FROM chunks c JOIN documents d"
+            " ON d.id = c.document_id WHERE d.collection_id = %s AND d.doc_id = ANY(%s)"
+            " AND c.embedding IS NOT NULL",
+            (collection.id, list(doc_ids)),
+        )
+        for title, text, vector in rows:
+            h = text_hash(title, text)
+            if h in wanted:
+                found[h] = np.asarray(vector, np.float32)
+        return found
+
+    def cached_vectors(self, model: str, hashes: Sequence[bytes]) -> dict[bytes, np.ndarray]:
+        cached = self.conn.cursor(binary=True).execute(
+            "SELECT text_hash, vector FROM vector_cache WHERE model = %s AND text_hash = ANY(%s)",
+            (model, list(hashes)),
+        )
+        return {bytes(h): np.asarray(v, np.float32) for h, v in cached}
 
     def chunks(self, rows: Sequence[int]) -> dict[int, StoredChunk]:
         if not len(rows):

@@ -17,7 +17,6 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
-import numpy as np
 import psycopg
 
 from ragloom.errors import ReadInterrupted, StorageError, StoreError
@@ -29,7 +28,6 @@ from ragloom.store.postgres.snapshot import PostgresSnapshot
 from ragloom.store.postgres.url import Location, parse_location
 from ragloom.store.postgres.write import PostgresWrite
 from ragloom.store.records import CollectionInfo
-from ragloom.store.text import text_hash
 
 CONNECT_TIMEOUT = 5  # seconds; the URL's connect_timeout wins
 PENDING = (
@@ -319,36 +317,6 @@ class PostgresStore(Store):
                 " c.document_id WHERE c.collection_id = %s ORDER BY c.id",
                 (collection.id,),
             ).fetchall()
-
-    def reusable_vectors(
-        self, collection: CollectionInfo, model: str, doc_ids, hashes
-    ) -> dict[bytes, np.ndarray]:
-        wanted = set(hashes)
-        found: dict[bytes, np.ndarray] = {}
-        if not wanted:
-            return found
-        with self.snapshot() as snap:
-            conn = snap.conn
-            if doc_ids:
-                rows = conn.cursor(binary=True).execute(
-                    "SELECT d.title, c.text, c.embedding FROM chunks c JOIN documents d"
-                    " ON d.id = c.document_id WHERE d.collection_id = %s AND d.doc_id = ANY(%s)"
-                    " AND c.embedding IS NOT NULL",
-                    (collection.id, list(doc_ids)),
-                )
-                for title, text, vector in rows:
-                    h = text_hash(title, text)
-                    if h in wanted:
-                        found[h] = np.asarray(vector, np.float32)
-            rest = [h for h in wanted if h not in found]
-            if rest:
-                cached = conn.cursor(binary=True).execute(
-                    "SELECT text_hash, vector FROM vector_cache WHERE model = %s"
-                    " AND text_hash = ANY(%s)",
-                    (model, rest),
-                )
-                found.update((bytes(h), np.asarray(v, np.float32)) for h, v in cached)
-        return found
 
     def export(self, collection: str, batch: int = 200):
         from ragloom.store.postgres.export import export_collection

@@ -1,7 +1,7 @@
 """Metadata filters as SQL with exactly the Python predicate's semantics.
 
 Each leaf depends on one field; its value is `metadata[key]`, or for a dotted key that is not
-itself a key, the nested walk (see `ragloom.retrieval.filters._lookup`). So a leaf is decided
+itself a key, the nested walk (see `ragloom.filters._lookup`). So a leaf is decided
 by the JSON text of at most two top-level fields. The distinct texts of those fields in the
 collection are read from the snapshot (cached per collection version), the leaf's own Python
 test runs on each, and the allowed texts go into SQL: the database compares texts, Python
@@ -16,7 +16,7 @@ from typing import Any
 
 from psycopg import sql
 
-from ragloom.retrieval.filters import AllOf, AnyOf, FilterNode, Leaf, Not
+from ragloom.filters import AllOf, AnyOf, FilterNode, Leaf, Not
 
 MISSING = "~"  # stands for an absent field (never the text of a JSON value)
 SEPARATOR = "\x1f"  # between fields (escaped inside any JSON text)
@@ -77,14 +77,6 @@ def leaf_sql(leaf: Leaf, values: list[str]) -> sql.Composable:
         narrow = sql.SQL("metadata @> ANY({}::jsonb[])").format(sql.Literal(objects))
         return sql.SQL("({} AND {})").format(narrow, exact)
     return exact
-
-
-def leaves(node: FilterNode) -> list[Leaf]:
-    if isinstance(node, Leaf):
-        return [node]
-    if isinstance(node, Not):
-        return leaves(node.part)
-    return [leaf for part in node.parts for leaf in leaves(part)]
 
 
 def compile_filter(node: FilterNode, values_of) -> sql.Composable:

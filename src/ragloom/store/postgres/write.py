@@ -16,18 +16,20 @@ from typing import Any
 import numpy as np
 import psycopg
 
-from ragloom.errors import InputError
 from ragloom.store.base import Write
 from ragloom.store.postgres.hnsw import index_name
 from ragloom.store.postgres.vectors import vector_text
 from ragloom.store.records import ChunkTerms, CollectionInfo, NewDocument, WriteOutcome
-from ragloom.store.sqlite.views import dimension_of, epoch_of
-from ragloom.store.sqlite.write import VECTOR_CACHE_LIMIT
-from ragloom.store.text import document_gaps, text_hash
-
-
-def _json(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, sort_keys=True) if value else "{}"
+from ragloom.store.rows import (
+    VECTOR_CACHE_LIMIT,
+    checked_vectors,
+    chunk_vectors_dimension,
+    dimension_of,
+    document_row,
+    epoch_of,
+    to_json,
+)
+from ragloom.store.text import text_hash
 
 
 class PostgresWrite(Write):
@@ -51,14 +53,14 @@ class PostgresWrite(Write):
             return CollectionInfo(int(row[0]), name, json.loads(row[1]))
         new = self.conn.execute(
             "INSERT INTO collections (name, config) VALUES (%s, %s) RETURNING id",
-            (name, _json(config)),
+            (name, to_json(config)),
         ).fetchone()[0]
         self.touched.add(int(new))
         return CollectionInfo(int(new), name, config)
 
     def set_config(self, collection: CollectionInfo, config: dict[str, Any]) -> None:
         self.conn.execute(
-            "UPDATE collections SET config = %s WHERE id = %s", (_json(config), collection.id)
+            "UPDATE collections SET config = %s WHERE id = %s", (to_json(config), collection.id)
         )
         self._configs[collection.id] = config
         self.touched.add(collection.id)
@@ -167,20 +169,11 @@ class PostgresWrite(Write):
             (collection.id, [d.document.id for d in documents]),
         ).fetchall()
         outcome.removed_chunks = self._remove(collection, [int(r[0]) for r in existing])
-        config = self._config(collection)
-        dimension = dimension_of(config)
         chunks = [c for d in documents for c in d.chunks]
         known = [c.vector for c in chunks if c.vector is not None]
-        if known and dimension is None:
-            dimension = int(known[0].shape[0])
-            embedding = {**(config.get("embedding") or {}), "dimension": dimension}
-            self.set_config(collection, {**config, "embedding": embedding})
-        for vector in known:
-            if vector.shape != (dimension,):
-                raise InputError(
-                    f"a vector has {vector.shape[0]} dimensions; the collection's model has "
-                    f"{dimension}"
-                )
+        dimension, changed = chunk_vectors_dimension(self._config(collection), known)
+        if changed is not None:
+            self.set_config(collection, changed)
         if terms is None:  # the chunks carry their own lists: no round trip through numbers
             term_lists = [c.terms for c in chunks]
         else:
@@ -217,22 +210,7 @@ class PostgresWrite(Write):
                 " content_hash, length, gaps, indexed_at) FROM STDIN"
             ) as copy:
                 for row_id, new in zip(doc_ids, documents):
-                    d = new.document
-                    spans = [(c.start, c.end, c.text) for c in new.chunks]
-                    copy.write_row(
-                        (
-                            row_id,
-                            collection.id,
-                            d.id,
-                            d.source,
-                            d.title,
-                            new.metadata_json or _json(d.metadata),
-                            new.content_hash,
-                            len(d.text),
-                            document_gaps(d.text, spans),
-                            now,
-                        )
-                    )
+                    copy.write_row((row_id, *document_row(new, collection.id, now)))
             ids = iter(chunk_ids)
             chunk_terms = iter(term_lists)
             postings: list[tuple[int, str, int, int]] = []
@@ -259,8 +237,8 @@ class PostgresWrite(Write):
                                 c.start,
                                 c.end,
                                 c.text,
-                                _json(c.metadata) if c.metadata else None,
-                                _json(merged),
+                                to_json(c.metadata) if c.metadata else None,
+                                to_json(merged),
                                 length,
                                 list(counts),
                                 list(counts.values()),
@@ -288,15 +266,9 @@ class PostgresWrite(Write):
         self.touched.add(collection.id)
         if not len(rows):
             return 0
-        config = self._config(collection)
-        dimension = dimension_of(config)
-        vectors = np.asarray(vectors, np.float32)
-        if dimension is None:
-            dimension = int(vectors.shape[1])
-            embedding = {**(config.get("embedding") or {}), "dimension": dimension}
-            self.set_config(collection, {**config, "embedding": embedding})
-        if vectors.shape[1] != dimension:
-            raise InputError(f"vectors have {vectors.shape[1]} dimensions, expected {dimension}")
+        vectors, changed = checked_vectors(self._config(collection), vectors)
+        if changed is not None:
+            self.set_config(collection, changed)
         ids = [int(r) for r in rows]
         filled = self.conn.execute(
             "SELECT count(*) FROM chunks WHERE id = ANY(%s) AND collection_id = %s"

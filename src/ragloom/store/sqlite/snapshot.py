@@ -12,15 +12,15 @@ import numpy as np
 
 from ragloom.dense import views as dense_views
 from ragloom.errors import NotFound
+from ragloom.filters import FilterNode
 from ragloom.lexical import views as lexical_views
 from ragloom.lexical.bm25 import BM25Params
-from ragloom.retrieval.filters import FilterNode
 from ragloom.segments.view import CollectionView
 from ragloom.store.base import CollectionReader, Snapshot
 from ragloom.store.records import CollectionInfo, StoredChunk, StoredDocument
 from ragloom.store.sqlite.views import CollectionRow
 from ragloom.store.sqlite.write import rows_in
-from ragloom.store.text import stitch
+from ragloom.store.text import stitch, text_hash
 
 
 class SQLiteCollection(CollectionReader):
@@ -196,6 +196,37 @@ class SQLiteSnapshot(Snapshot):
             " GROUP BY d.id"
         )
         return dict(rows_in(self.conn, sql, [row.id], list(doc_ids)))
+
+    def document_vectors(
+        self, collection: CollectionInfo, doc_ids: Sequence[str], wanted: set[bytes]
+    ) -> dict[bytes, np.ndarray]:
+        found: dict[bytes, np.ndarray] = {}
+        if collection.name not in self.rows:
+            return found
+        records = rows_in(
+            self.conn,
+            "SELECT c.id, d.title, c.text FROM chunks c"
+            " JOIN documents d ON d.id = c.document_id"
+            " WHERE d.collection_id = ? AND d.doc_id IN ({marks})",
+            [collection.id],
+            list(doc_ids),
+        )
+        matches = [(r, h) for r, t, x in records if (h := text_hash(t, x)) in wanted]
+        if matches:
+            vectors = self.collection(collection.name).view.vectors_of([r for r, _ in matches])
+            for (_, h), vector in zip(matches, vectors):
+                if vector.any():
+                    found[h] = vector
+        return found
+
+    def cached_vectors(self, model: str, hashes: Sequence[bytes]) -> dict[bytes, np.ndarray]:
+        cached = rows_in(
+            self.conn,
+            "SELECT text_hash, vector FROM vector_cache WHERE model = ? AND text_hash IN ({marks})",
+            [model],
+            list(hashes),
+        )
+        return {h: np.frombuffer(v, np.float32) for h, v in cached}
 
     def chunks(self, rows: Sequence[int]) -> dict[int, StoredChunk]:
         if not len(rows):

@@ -34,7 +34,6 @@ from ragloom.store.sqlite.snapshot import SQLiteSnapshot
 from ragloom.store.sqlite.views import CollectionRow, catch_up, load_view, read_collections
 from ragloom.store.sqlite.vocabulary import NumberedTerms, TermCache
 from ragloom.store.sqlite.write import SQLiteWrite, rows_in
-from ragloom.store.text import text_hash
 
 HISTORY = 8  # recent views kept per collection, for snapshots a little behind the newest
 
@@ -317,42 +316,6 @@ class SQLiteStore(Store):
                 " JOIN documents d ON d.id = c.document_id WHERE c.collection_id = ? ORDER BY c.id",
                 (collection.id,),
             ).fetchall()
-
-    def reusable_vectors(
-        self, collection: CollectionInfo, model: str, doc_ids, hashes
-    ) -> dict[bytes, np.ndarray]:
-        wanted = set(hashes)
-        found: dict[bytes, np.ndarray] = {}
-        if not wanted:
-            return found
-        with self.snapshot() as snap:
-            if doc_ids and collection.name in snap.rows:
-                view = snap.collection(collection.name).view
-                records = rows_in(
-                    snap.conn,
-                    "SELECT c.id, d.title, c.text FROM chunks c"
-                    " JOIN documents d ON d.id = c.document_id"
-                    " WHERE d.collection_id = ? AND d.doc_id IN ({marks})",
-                    [collection.id],
-                    list(doc_ids),
-                )
-                matches = [(r, h) for r, t, x in records if (h := text_hash(t, x)) in wanted]
-                if matches:
-                    vectors = view.vectors_of([r for r, _ in matches])
-                    for (_, h), vector in zip(matches, vectors):
-                        if vector.any():
-                            found[h] = vector
-            rest = [h for h in wanted if h not in found]
-            if rest:
-                cached = rows_in(
-                    snap.conn,
-                    "SELECT text_hash, vector FROM vector_cache WHERE model = ?"
-                    " AND text_hash IN ({marks})",
-                    [model],
-                    rest,
-                )
-                found.update((h, np.frombuffer(v, np.float32)) for h, v in cached)
-        return found
 
     def export(self, collection: str, batch: int = 200):
         from ragloom.store.sqlite.export import export_collection

@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import sqlite3
 from dataclasses import dataclass, replace
-from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -24,6 +23,7 @@ from ragloom.segments.persist import SegmentFiles
 from ragloom.segments.postings import decode_many
 from ragloom.segments.segment import Segment
 from ragloom.segments.view import CollectionView, Part
+from ragloom.store.rows import dimension_of, epoch_of, parse_config
 
 
 @dataclass(frozen=True)
@@ -43,25 +43,11 @@ class CollectionRow:
         return parse_config(self.config_json)
 
 
-@lru_cache(maxsize=256)
-def parse_config(text: str) -> dict[str, Any]:
-    return json.loads(text)
-
-
 def read_collections(conn: sqlite3.Connection) -> dict[str, CollectionRow]:
     rows = conn.execute(
         "SELECT id, name, config, changed, layout, flushed_upto FROM collections"
     ).fetchall()
     return {r[1]: CollectionRow(*r) for r in rows}
-
-
-def epoch_of(config: dict[str, Any]) -> int:
-    return int((config.get("embedding") or {}).get("epoch", 0))
-
-
-def dimension_of(config: dict[str, Any]) -> int | None:
-    value = (config.get("embedding") or {}).get("dimension")
-    return int(value) if value else None
 
 
 def _blob_vector(blob: bytes | None, dimension: int | None) -> np.ndarray | None:

@@ -17,18 +17,23 @@ from typing import Any
 
 import numpy as np
 
-from ragloom.errors import InputError
 from ragloom.segments.build import segment_from
 from ragloom.segments.postings import count_ids, encode_flat
 from ragloom.segments.segment import Segment
 from ragloom.store.base import Write
 from ragloom.store.records import ChunkTerms, CollectionInfo, NewDocument, WriteOutcome
-from ragloom.store.sqlite.views import dimension_of, epoch_of
-from ragloom.store.text import document_gaps, text_hash
+from ragloom.store.rows import (
+    VECTOR_CACHE_LIMIT,
+    checked_vectors,
+    chunk_vectors_dimension,
+    document_row,
+    epoch_of,
+    to_json,
+)
+from ragloom.store.text import text_hash
 from ragloom.text.numbering import TermNumbers
 
 SLICE = 500  # rows per IN (...) list, under SQLite's parameter limit
-VECTOR_CACHE_LIMIT = 20_000  # vectors of deleted chunks kept for re-adds (about 30 MB)
 
 
 def sliced(items: Sequence[Any], size: int = SLICE) -> Iterable[Sequence[Any]]:
@@ -43,10 +48,6 @@ def rows_in(conn: sqlite3.Connection, sql: str, first: Sequence[Any], keys: Sequ
         marks = ",".join("?" * len(part))
         out.extend(conn.execute(sql.format(marks=marks), (*first, *part)).fetchall())
     return out
-
-
-def _json(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, sort_keys=True) if value else "{}"
 
 
 @dataclass
@@ -91,7 +92,7 @@ class SQLiteWrite(Write):
             return CollectionInfo(int(row[0]), name, json.loads(row[1]))
         cur = self.conn.execute(
             "INSERT INTO collections (name, config, changed, layout) VALUES (?, ?, ?, ?)",
-            (name, _json(config), self.generation, self.generation),
+            (name, to_json(config), self.generation, self.generation),
         )
         self.touched.add(int(cur.lastrowid))  # type: ignore[arg-type]
         return CollectionInfo(int(cur.lastrowid), name, config)  # type: ignore[arg-type]
@@ -99,7 +100,7 @@ class SQLiteWrite(Write):
     def set_config(self, collection: CollectionInfo, config: dict[str, Any]) -> None:
         self.conn.execute(
             "UPDATE collections SET config = ?, layout = ? WHERE id = ?",
-            (_json(config), self.generation, collection.id),
+            (to_json(config), self.generation, collection.id),
         )
         self._changes(collection).layout = True
 
@@ -194,19 +195,10 @@ class SQLiteWrite(Write):
         terms = ChunkTerms.for_chunks(terms, chunks)
         postings = count_ids(self._term_ids(terms), terms.lengths)
         config = self._config(collection)
-        dimension = dimension_of(config)
         vectors = [c.vector for c in chunks]
-        known = [v for v in vectors if v is not None]
-        if known and dimension is None:
-            dimension = int(known[0].shape[0])
-            embedding = {**(config.get("embedding") or {}), "dimension": dimension}
-            self.set_config(collection, {**config, "embedding": embedding})
-        for vector in known:
-            if vector.shape != (dimension,):
-                raise InputError(
-                    f"a vector has {vector.shape[0]} dimensions; the collection's model has "
-                    f"{dimension}"
-                )
+        dimension, changed = chunk_vectors_dimension(config, [v for v in vectors if v is not None])
+        if changed is not None:
+            self.set_config(collection, changed)
         rows = self._insert(collection, documents, postings)
         self.conn.executemany(
             "INSERT INTO vectors (chunk_id, collection_id, generation, vector) VALUES (?,?,?,?)",
@@ -294,22 +286,7 @@ class SQLiteWrite(Write):
         next_row = chunk_base
         post = iter(encode_flat(*postings))
         for i, new in enumerate(documents):
-            d = new.document
-            spans = [(c.start, c.end, c.text) for c in new.chunks]
-            doc_rows.append(
-                (
-                    doc_base + i,
-                    collection.id,
-                    d.id,
-                    d.source,
-                    d.title,
-                    new.metadata_json or _json(d.metadata),
-                    new.content_hash,
-                    len(d.text),
-                    document_gaps(d.text, spans),
-                    now,
-                )
-            )
+            doc_rows.append((doc_base + i, *document_row(new, collection.id, now)))
             for c in new.chunks:
                 chunk_rows.append(
                     (
@@ -320,7 +297,7 @@ class SQLiteWrite(Write):
                         c.start,
                         c.end,
                         c.text,
-                        _json(c.metadata) if c.metadata else None,
+                        to_json(c.metadata) if c.metadata else None,
                         next(post),
                     )
                 )
@@ -356,15 +333,9 @@ class SQLiteWrite(Write):
         changes = self._changes(collection)
         if not len(rows):
             return 0
-        config = self._config(collection)
-        dimension = dimension_of(config)
-        vectors = np.asarray(vectors, np.float32)
-        if dimension is None:
-            dimension = int(vectors.shape[1])
-            embedding = {**(config.get("embedding") or {}), "dimension": dimension}
-            self.set_config(collection, {**config, "embedding": embedding})
-        if vectors.shape[1] != dimension:
-            raise InputError(f"vectors have {vectors.shape[1]} dimensions, expected {dimension}")
+        vectors, changed = checked_vectors(self._config(collection), vectors)
+        if changed is not None:
+            self.set_config(collection, changed)
         alive = {
             r[0]
             for r in rows_in(
