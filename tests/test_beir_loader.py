@@ -9,7 +9,7 @@ import pytest
 
 from ragloom.errors import DecodeError, InputError, PathNotFound, RecordError
 from ragloom.evaluation import evaluate_run, load_beir
-from ragloom.models import Document
+from ragloom.types import Document
 
 from .conftest import shared_dataset
 

@@ -22,7 +22,7 @@ from ragloom.enrich.novel import (
     scene_type,
     tone,
 )
-from ragloom.models import ChunkSpan
+from ragloom.types import ChunkSpan
 
 CAST = ["Anna", "Tom", "Marcus", "Lady Mira"]
 

@@ -39,7 +39,6 @@ from ragloom.errors import (
 from ragloom.index import DEFAULT_COLLECTION, Index, IndexReport
 from ragloom.lexical import BM25Params
 from ragloom.loading import JsonlFields
-from ragloom.models import Chunk, ChunkSpan, Document, Hit
 from ragloom.server.errors import (
     Forbidden,
     InvalidRequest,
@@ -49,6 +48,7 @@ from ragloom.server.errors import (
     ServerError,
     Unauthorized,
 )
+from ragloom.types import Chunk, ChunkSpan, Document, Hit
 from ragloom.version import __version__ as __version__
 
 if TYPE_CHECKING:

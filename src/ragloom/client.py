@@ -17,8 +17,8 @@ import httpx
 from ragloom.errors import RagloomError
 from ragloom.index import IndexReport
 from ragloom.loading.run import FileFailure
-from ragloom.models import Document, Hit, SearchResult
 from ragloom.server.errors import ServerError, error_from_payload
+from ragloom.types import Document, Hit, SearchResult
 
 
 class ConnectionFailed(RagloomError):

@@ -12,7 +12,7 @@ from functools import lru_cache
 from typing import Any
 
 from ragloom.errors import InputError
-from ragloom.models import Hit
+from ragloom.types import Hit
 
 GROUNDING_INSTRUCTION = (
     "Answer using only the numbered passages below and cite each one you use by its number, "

@@ -19,9 +19,9 @@ from ragloom.context import GROUNDING_INSTRUCTION, PackedContext
 from ragloom.embedding import Embedder
 from ragloom.engine.collections import configure, index_stats
 from ragloom.engine.documents import embedding_text
+from ragloom.engine.embedders import Embedders, QueryVectors
 from ragloom.engine.ingest import IndexReport, Ingest
 from ragloom.engine.legs import DEFAULT_COLLECTION
-from ragloom.engine.models import Models, QueryVectors
 from ragloom.engine.options import collection_requests, search_options
 from ragloom.engine.searching import Searcher, check_query
 from ragloom.engine.services import SearchServices
@@ -29,11 +29,11 @@ from ragloom.enrich import Enricher
 from ragloom.errors import InputError, NotFound
 from ragloom.lexical import BM25Params
 from ragloom.loading import JsonlFields, ReadPolicy, StopSignal, index_files
-from ragloom.models import Document, Hit, MultiSearchResult, SearchResult
 from ragloom.retrieval.search import Ranking, SearchOptions
 from ragloom.store import StoredDocument
 from ragloom.store.base import Snapshot
 from ragloom.store.open import open_store
+from ragloom.types import Document, Hit, MultiSearchResult, SearchResult
 
 __all__ = ["DEFAULT_COLLECTION", "Index", "IndexReport", "embedding_text"]
 T = TypeVar("T")
@@ -103,7 +103,7 @@ class Index:
         spec such as "onnx:FOLDER", default $RAGLOOM_RERANKER) serve the search steps that
         need them (`expand`, `hops`, `rerank`); nothing is called unless a step is on.
         """
-        self.models = Models(embedder)
+        self.models = Embedders(embedder)
         self.store = open_store(path, create=create, read_only=read_only)
         self.path = getattr(self.store, "path", self.store.location)
         self._ingest = Ingest(self.store, self.models)

@@ -11,7 +11,7 @@ from ragloom.chunking.prose import absorb_short, pack_paragraphs, paragraph_span
 from ragloom.chunking.sections import fold_short_parents, split_sections
 from ragloom.chunking.sentences import SentenceIndex
 from ragloom.chunking.spans import trim
-from ragloom.models import ChunkSpan
+from ragloom.types import ChunkSpan
 
 DEFAULT_POLICY = ChunkPolicy()
 

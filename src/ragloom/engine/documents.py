@@ -16,10 +16,10 @@ from ragloom.chunking import ChunkPolicy
 from ragloom.chunking.policy import CHUNKER_VERSION
 from ragloom.config import CollectionConfig
 from ragloom.errors import InputError
-from ragloom.models import Document
 from ragloom.segments.postings import concat_ranges
 from ragloom.store.records import ChunkTerms
 from ragloom.text import Tokenizer
+from ragloom.types import Document
 
 
 @lru_cache(maxsize=64)

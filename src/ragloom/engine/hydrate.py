@@ -8,7 +8,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ragloom.context import count_tokens
-from ragloom.models import Hit
 from ragloom.retrieval.fusion import effective_weights
 from ragloom.retrieval.pipeline import Candidate
 from ragloom.retrieval.search import SearchOptions
@@ -17,6 +16,7 @@ from ragloom.store.records import StoredChunk
 from ragloom.text import Tokenizer, analyzer_for
 from ragloom.text.highlight import match_spans, matched_terms
 from ragloom.timing import timed
+from ragloom.types import Hit
 
 
 def hits_of(

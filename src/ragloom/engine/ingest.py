@@ -26,15 +26,15 @@ from ragloom.engine.documents import (
     content_hash,
     embedding_text,
 )
-from ragloom.engine.models import Models, embedding_config
+from ragloom.engine.embedders import Embedders, embedding_config
 from ragloom.enrich import Enricher, enrich_span, enrichers_fingerprint
 from ragloom.errors import EmbeddingError, EmbeddingMismatch, InputError, NotFound, worded
 from ragloom.loading.run import FileFailure, FileRun, batches
-from ragloom.models import Document
 from ragloom.store.base import Store
 from ragloom.store.records import CollectionInfo, NewChunk, NewDocument
 from ragloom.store.text import text_hash
 from ragloom.text import analyzer_for
+from ragloom.types import Document
 
 WRITE_BATCH = 512  # documents per write transaction when chunks are embedded
 LEXICAL_WRITE_BATCH = 2048  # without embedding: fewer, larger transactions
@@ -88,7 +88,7 @@ class IndexReport:
 class Ingest:
     """Writes documents into a store, embedding them with each collection's model."""
 
-    def __init__(self, store: Store, models: Models) -> None:
+    def __init__(self, store: Store, models: Embedders) -> None:
         self.store = store
         self.models = models
 

@@ -14,7 +14,7 @@ import numpy as np
 from ragloom.config import CollectionConfig
 from ragloom.embedding import Embedder
 from ragloom.embedding.floors import dense_floor_of
-from ragloom.engine.models import Models, QueryVectors
+from ragloom.engine.embedders import Embedders, QueryVectors
 from ragloom.errors import NotFound
 from ragloom.expansion.rm3 import prf_search
 from ragloom.lexical import BM25Params
@@ -46,7 +46,7 @@ def collection_legs(
     options: SearchOptions,
     collection: str,
     vectors: QueryVectors,
-    models: Models,
+    models: Embedders,
     location: str,
 ) -> Legs | None:
     """A collection's legs and lookups for `rank` (the legs take the query text, so

@@ -17,17 +17,17 @@ from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 from ragloom.context import GROUNDING_INSTRUCTION, PackedContext, pack_context
+from ragloom.engine.embedders import Embedders, QueryVectors
 from ragloom.engine.hydrate import hits_of
 from ragloom.engine.legs import Legs, collection_legs, note_pending
-from ragloom.engine.models import Models, QueryVectors
 from ragloom.engine.services import SearchServices, search_services
 from ragloom.errors import InputError, ReadInterrupted
-from ragloom.models import Hit, MultiSearchResult, SearchGroup, SearchResult
 from ragloom.retrieval.flow import Backend, FlowResult, search_flow
 from ragloom.retrieval.pipeline import Candidate
 from ragloom.retrieval.search import Ranking, SearchOptions, fuse_legs, refine
 from ragloom.store.base import Snapshot, Store
 from ragloom.timing import StageTimer, timed
+from ragloom.types import Hit, MultiSearchResult, SearchGroup, SearchResult
 
 READ_ATTEMPTS = 3  # a read that lost its connection (see `Searcher.read`) runs again
 T = TypeVar("T")
@@ -44,7 +44,7 @@ def check_query(query: Any) -> str:
 class Searcher:
     """Searches a store with the engine's models (and the services of the search steps)."""
 
-    def __init__(self, store: Store, models: Models, services: SearchServices | None = None):
+    def __init__(self, store: Store, models: Embedders, services: SearchServices | None = None):
         self.store = store
         self.models = models
         self.services = services

@@ -14,7 +14,7 @@ from dataclasses import replace
 from typing import Any
 
 from ragloom.errors import InputError
-from ragloom.models import ChunkSpan, Document
+from ragloom.types import ChunkSpan, Document
 
 Enricher = Callable[[Document, ChunkSpan], dict[str, Any]]
 

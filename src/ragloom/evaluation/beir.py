@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import DecodeError, InputError, PathNotFound, RecordError
-from ..models import Document
+from ..types import Document
 
 __all__ = ["BeirDataset", "load_beir"]
 

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from typing import Any, Protocol
 
 from ragloom.errors import InputError, MissingExtra
-from ragloom.models import Hit, SearchResult
+from ragloom.types import Hit, SearchResult
 
 
 class Searchable(Protocol):

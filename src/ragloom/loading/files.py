@@ -23,7 +23,7 @@ from ragloom.loading.decode import StreamDecoder, looks_binary, sniff_encoding
 from ragloom.loading.jsonl import JsonlFields, lines_of, records
 from ragloom.loading.opening import DEFAULT_POLICY, NotRegular, OpenFile, ReadPolicy, kind_of
 from ragloom.loading.parts import part_id, text_parts
-from ragloom.models import Document
+from ragloom.types import Document
 
 SUPPORTED_SUFFIXES = (".txt", ".md", ".markdown", ".jsonl", *CODE_SUFFIXES)
 MARKDOWN_SUFFIXES = (".md", ".markdown")

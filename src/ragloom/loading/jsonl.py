@@ -19,7 +19,7 @@ from typing import Any
 from ragloom.chunking.code.languages import language_named
 from ragloom.errors import DecodeError, RecordError
 from ragloom.loading.decode import UTF8, Encoding, StreamDecoder, sniff_encoding
-from ragloom.models import Document
+from ragloom.types import Document
 
 MAX_COLLECTION_NAME = 200
 MAX_DEPTH = 256  # nesting of arrays and objects in one record

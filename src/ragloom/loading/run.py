@@ -20,7 +20,7 @@ from ragloom.errors import IdConflict, IndexTimeout, InputError, RagloomError
 from ragloom.loading.files import FoundFile, discover_files, load_file, shown
 from ragloom.loading.jsonl import JsonlFields
 from ragloom.loading.opening import DEFAULT_POLICY, ReadPolicy
-from ragloom.models import Document
+from ragloom.types import Document
 
 WRITE_CHARS = 4_000_000  # characters of documents one write takes at most (about)
 

@@ -21,7 +21,6 @@ from ragloom.context import PackedContext
 from ragloom.errors import NotFound, StoreError
 from ragloom.index import DEFAULT_COLLECTION, Index, IndexReading
 from ragloom.loading import StopSignal
-from ragloom.models import Document, Hit, SearchResult
 from ragloom.server import schemas
 from ragloom.server.auth import token_matches
 from ragloom.server.holder import IndexHolder
@@ -32,6 +31,7 @@ from ragloom.server.responses import JSONResponse
 from ragloom.server.settings import ServerSettings
 from ragloom.server.worker import BatchWorker
 from ragloom.store.open import location_label
+from ragloom.types import Document, Hit, SearchResult
 from ragloom.version import __version__
 
 CONTEXT_SEPARATOR = "\n---\n"

@@ -7,8 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from ragloom.models import Document
 from ragloom.text.numbering import ChunkTerms
+from ragloom.types import Document
 
 __all__ = ["ChunkTerms"]  # the flat terms of a write's chunks travel beside its documents
 

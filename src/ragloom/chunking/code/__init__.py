@@ -22,7 +22,7 @@ from ragloom.chunking.code.lines import line_windows
 from ragloom.chunking.code.offsets import LineIndex
 from ragloom.chunking.code.tree import Node
 from ragloom.chunking.spans import trim
-from ragloom.models import ChunkSpan
+from ragloom.types import ChunkSpan
 
 __all__ = [
     "CODE_SUFFIXES",

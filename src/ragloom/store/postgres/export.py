@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from ragloom.models import Document
 from ragloom.store.records import NewChunk, NewDocument
 from ragloom.store.text import rebuild_text
+from ragloom.types import Document
 
 
 def export_collection(store: Any, name: str, batch: int = 200) -> Iterator[list[NewDocument]]:

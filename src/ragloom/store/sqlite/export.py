@@ -8,11 +8,11 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-from ragloom.models import Document
 from ragloom.segments.postings import Postings
 from ragloom.store.records import NewChunk, NewDocument
 from ragloom.store.sqlite.write import rows_in
 from ragloom.store.text import rebuild_text
+from ragloom.types import Document
 
 
 def export_collection(store: Any, name: str, batch: int = 200) -> Iterator[list[NewDocument]]:

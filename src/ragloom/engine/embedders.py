@@ -34,7 +34,7 @@ def embedding_config(embedder: Embedder) -> dict[str, Any]:
     return config
 
 
-class Models:
+class Embedders:
     """Embedders by collection config, and remembered query vectors."""
 
     def __init__(self, spec: str | Embedder | None) -> None:
@@ -141,7 +141,7 @@ class QueryVectors:
     """One request's query vectors: each (model, text) embedded at most once, a failure
     remembered so that other collections of the same request do not wait for it again."""
 
-    def __init__(self, models: Models) -> None:
+    def __init__(self, models: Embedders) -> None:
         self.models = models
         self._failed: dict[tuple[str, str], EmbeddingError] = {}
 
