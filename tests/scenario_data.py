@@ -1,4 +1,5 @@
-"""Small corpora written for the DESIGN.md scenarios (shared by library and server tests)."""
+"""Small corpora written for the five uses of docs/architecture.md (shared by the library
+and server tests)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The five uses in DESIGN.md, end to end through the library, each on a corpus written here.
+"""The five uses in docs/architecture.md, end to end through the library, each on a corpus
+written here.
 
 The same scenarios run through the HTTP sidecar in tests/test_server_scenarios.py.
 """

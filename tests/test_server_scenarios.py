@@ -1,4 +1,5 @@
-"""The five DESIGN.md uses through the HTTP sidecar (real server subprocess, real HTTP)."""
+"""The five uses of docs/architecture.md through the HTTP sidecar (real server subprocess,
+real HTTP)."""
 
 from __future__ import annotations
 

@@ -1,9 +1,10 @@
 """Calls to remote services (embedding, LLM, rerank): timeouts, one retry, typed errors.
 
 Every remote call in ragloom goes through `RemoteService.post_json` so that they all behave
-alike (DESIGN.md, "Consistency and failure"): a connect timeout and a read timeout the user
-can set, one retry after `retry_delay` seconds, then a typed error: the service's *offline*
-class when it cannot be reached, its *failed* class when it answered badly or too slowly.
+alike (docs/architecture.md, "Consistency and failure"): a connect timeout and a read
+timeout the user can set, one retry after `retry_delay` seconds, then a typed error: the
+service's *offline* class when it cannot be reached, its *failed* class when it answered
+badly or too slowly.
 
 After a call has failed (retry included) the service is remembered as down for `cooldown`
 seconds: calls in that window fail at once with the same typed error instead of paying the

@@ -1,1 +1,2 @@
-"""Dense retrieval: vectors live in segments (`ragloom.segments`); see `Part.dense`."""
+"""Dense retrieval over segments (`ragloom.segments`): exact cosine top k as one matrix
+product, or through a segment's HNSW graph (`graph`) when it has one (`views`)."""

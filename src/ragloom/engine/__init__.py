@@ -1,2 +1,4 @@
-"""The engine behind `ragloom.Index`: the write path (`ingest`), the read path (`searching`),
-and the embedding models of collections (`models`); storage sits behind `ragloom.store`."""
+"""The engine behind `ragloom.Index`: the write path (`ingest`, `documents`), the read path
+(`searching`: `legs` -> fusion and controls in `ragloom.retrieval` -> `hydrate`), the
+embedding models of collections (`embedders`) and the services of the search steps
+(`services`); storage sits behind `ragloom.store`."""

@@ -4,9 +4,9 @@ Each is a small callable `(document, span) -> dict` (see `ragloom.enrich`) readi
 chunk's text, so the same passage always gets the same metadata. `novel_enrichers()`
 returns the whole set for `Index.add(..., enrichers=...)` / `Index.index_path(...)`.
 
-Importance (1-10) is DESIGN.md's heuristic over a base of 4 (so the top score is exactly
-10): +1 when any character is mentioned, +1 more when more than two are, +2 for a
-revelation, +1 for dialogue, +1 for action; clamped to 1..10.
+Importance (1-10) is a heuristic over a base of 4, so the top score is exactly 10 (see
+docs/records-and-enrichment.md): +1 when any character is mentioned, +1 more when more than
+two are, +2 for a revelation, +1 for dialogue, +1 for action; clamped to 1..10.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from ragloom.enrich.characters import CharacterList, CharacterMatcher
 from ragloom.enrich.cues import LEXICON_VERSION, QUOTE, SCENE_CUES, SPEECH, TONE_CUES, count
 from ragloom.enrich.events import key_events
 from ragloom.errors import InputError
-from ragloom.models import ChunkSpan, Document
+from ragloom.types import ChunkSpan, Document
 
 SCENE_TYPES = ("dialogue", "action", "description", "introspection", "flashback", "revelation")
 TONES = ("tense", "sad", "happy", "angry", "mysterious", "romantic")
@@ -58,7 +58,7 @@ def tone(text: str) -> str:
 
 
 def importance(characters: int, traits: set[str], base: int = DEFAULT_IMPORTANCE_BASE) -> int:
-    """DESIGN.md's heuristic: base +1 any character, +1 more than two, +2 revelation,
+    """The importance heuristic: base +1 any character, +1 more than two, +2 revelation,
     +1 dialogue, +1 action, clamped to 1..10."""
     score = base
     score += (characters >= 1) + (characters > 2)
