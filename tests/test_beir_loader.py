@@ -98,8 +98,38 @@ def test_qrels_header_is_optional(tmp_path: Path) -> None:
 
 def test_missing_folder(tmp_path: Path) -> None:
     missing = tmp_path / "nope"
-    with pytest.raises(PathNotFound, match="nope"):
+    with pytest.raises(PathNotFound, match="nope") as info:
         load_beir(missing)
+    hint = info.value.hint  # what the folder holds, and how to make one
+    for part in ("corpus.jsonl", "queries.jsonl", "qrels/test.tsv", "docs/evaluation.md"):
+        assert part in hint
+
+
+@pytest.mark.parametrize("command", ["eval", "tune"])
+def test_eval_and_tune_on_a_missing_folder_say_what_a_beir_folder_holds(
+    tmp_path: Path, command: str
+) -> None:
+    import subprocess
+    import sys
+
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "ragloom",
+            "--index",
+            str(tmp_path / "i.db"),
+            command,
+            str(tmp_path / "scifact"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert run.returncode == 1 and "Traceback" not in run.stderr
+    assert "BEIR folder not found" in run.stderr
+    assert "hint: a BEIR folder holds corpus.jsonl" in run.stderr
+    assert "qrels/test.tsv" in run.stderr and "your own" in run.stderr
 
 
 def test_folder_is_a_file(tmp_path: Path) -> None:

@@ -18,6 +18,14 @@ from ..types import Document
 __all__ = ["BeirDataset", "load_beir"]
 
 _QRELS_HEADER = "query-id"
+# What a BEIR folder holds and how to make one: the hint of every missing-folder/file error.
+LAYOUT_HINT = (
+    'a BEIR folder holds corpus.jsonl (one {"_id", "title", "text"} a line), '
+    'queries.jsonl (one {"_id", "text"} a line) and qrels/test.tsv (a header line '
+    "query-id<TAB>corpus-id<TAB>score, then one judged pair a line); make one from your own "
+    "documents and questions you have judged (docs/evaluation.md shows how), or use a "
+    "published BEIR collection such as SciFact, which comes in this layout"
+)
 
 
 @dataclass
@@ -55,9 +63,9 @@ def load_beir(folder: str | Path, split: str = "test") -> BeirDataset:
     """Read a BEIR folder's queries and qrels for one split and check the corpus is usable."""
     root = Path(folder)
     if not root.exists():
-        raise PathNotFound(f"BEIR folder not found: {root}")
+        raise PathNotFound(f"BEIR folder not found: {root}", LAYOUT_HINT)
     if not root.is_dir():
-        raise InputError(f"not a folder: {root}", "give the folder holding corpus.jsonl")
+        raise InputError(f"not a folder: {root}", f"give the folder itself: {LAYOUT_HINT}")
     corpus_path = root / "corpus.jsonl"
     queries_path = root / "queries.jsonl"
     qrels_path = root / "qrels" / f"{split}.tsv"
@@ -87,7 +95,7 @@ def load_beir(folder: str | Path, split: str = "test") -> BeirDataset:
 def _require_file(path: Path) -> None:
     """Raise PathNotFound unless path is an existing file."""
     if not path.is_file():
-        raise PathNotFound(f"BEIR file not found: {path}")
+        raise PathNotFound(f"BEIR file not found: {path}", LAYOUT_HINT)
 
 
 def _iter_lines(path: Path) -> Iterator[tuple[int, str]]:
