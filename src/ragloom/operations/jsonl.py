@@ -155,30 +155,12 @@ def import_jsonl(
     """Add an export's collections to the index at `target` (created when missing); a
     collection that already holds documents there is refused, so two indexes never mix."""
     report = TransferReport()
-    with _input(source) as handle, _target(target) as store:
-        lines = _records(handle, str(source))
-        header = next(lines, (0, None))[1]
-        if not isinstance(header, dict) or "ragloom_export" not in header:
-            raise InputError(f"{source} is not a ragloom export (its first line is no header)")
-        if header["ragloom_export"] > FORMAT:
-            raise InputError(f"{source} was written by a newer ragloom", "upgrade ragloom")
-        current, pending, ended = None, [], False
-        for number, record in lines:
-            if "collection" in record and "document" not in record:
-                _flush(store, current, pending, report, on_progress)
-                current, pending = _collection(store, record), []
-                report.collections.append(record["collection"])
-            elif "document" in record and current is not None:
-                pending.append(_new_document(record, source, number))
-                if len(pending) >= batch:
-                    _flush(store, current, pending, report, on_progress)
-                    pending = []
-            elif record.get("end"):
-                ended = True
-            else:
-                raise InputError(f"{source}, line {number}: not a line of a ragloom export")
-        _flush(store, current, pending, report, on_progress)
-        store.maintain(wait=True)
+    with _input(source) as handle:
+        _header(handle, source)  # before the target is opened (and maybe created)
+        with _target(target) as store:
+            ended = _import_lines(
+                store, _records(handle, str(source)), source, report, on_progress, batch
+            )
     if not ended:
         raise InputError(
             f"{source} ends before its last line: it was cut short ({report.documents} "
@@ -186,6 +168,43 @@ def import_jsonl(
             "export again; importing the whole file again replaces what was imported",
         )
     return report
+
+
+def _header(handle: IO[str], source: Any) -> None:
+    first = handle.readline()
+    try:
+        header = json.loads(first)
+    except ValueError:
+        header = None
+    if not isinstance(header, dict) or "ragloom_export" not in header:
+        raise InputError(
+            f"{source} is not a ragloom export (its first line is no export header)",
+            "give a file that `ragloom export` wrote",
+        )
+    if header["ragloom_export"] > FORMAT:
+        raise InputError(f"{source} was written by a newer ragloom", "upgrade ragloom")
+
+
+def _import_lines(store, lines, source, report, on_progress, batch) -> bool:
+    """Import the collection and document lines; True when the trailer was reached."""
+    current, pending, ended = None, [], False
+    for number, record in lines:
+        if "collection" in record and "document" not in record:
+            _flush(store, current, pending, report, on_progress)
+            current, pending = _collection(store, record), []
+            report.collections.append(record["collection"])
+        elif "document" in record and current is not None:
+            pending.append(_new_document(record, source, number))
+            if len(pending) >= batch:
+                _flush(store, current, pending, report, on_progress)
+                pending = []
+        elif record.get("end"):
+            ended = True
+        else:
+            raise InputError(f"{source}, line {number}: not a line of a ragloom export")
+    _flush(store, current, pending, report, on_progress)
+    store.maintain(wait=True)
+    return ended
 
 
 def _collection(store: Store, record: dict[str, Any]) -> Any:
@@ -249,7 +268,7 @@ def _flush(store: Store, collection: Any, pending: list[NewDocument], report, on
 
 
 def _records(handle: IO[str], where: str) -> Iterator[tuple[int, dict[str, Any]]]:
-    for number, line in enumerate(handle, start=1):
+    for number, line in enumerate(handle, start=2):  # line 1 is the header
         if not line.strip():
             continue
         try:
