@@ -757,26 +757,48 @@ def reembed(ctx: click.Context, collection: str, pending: bool) -> None:
 @click.option(
     "--repair",
     is_flag=True,
-    help="First rebuild missing or damaged segment files and search graphs from the rows.",
+    help="Write a new index from everything readable (segments and graphs rebuilt from the "
+    "rows) and list what was lost; the checked index is not changed.",
 )
+@click.option("--output", help="Where --repair writes (default: NAME.repaired.db beside it).")
 @click.pass_context
-def check(ctx: click.Context, as_json: bool, repair: bool) -> None:
+def check(ctx: click.Context, as_json: bool, repair: bool, output: str | None) -> None:
     """Verify the index: SQLite integrity, and that documents, chunks, postings, statistics
-    and vectors agree with each other. Exits 1 when anything is wrong."""
-    with Index(ctx.obj["index_path"], create=False, embedder=None) as index:
-        actions = index.repair() if repair else []
-        problems = index.check()
-    for action in actions if not as_json else ():
-        out.print(f"repaired: {action}", markup=False, highlight=False)
-    if as_json:
-        _print_json({"ok": not problems, "problems": problems, "repaired": actions})
-    elif problems:
-        for problem in problems:
-            out.print(f"problem: {problem}", markup=False, highlight=False)
+    and vectors agree; a damaged file is read page by page to say what is damaged. Exits 1
+    when anything is wrong."""
+    from ragloom.operations.salvage import check_index, repair_index
+    from ragloom.operations.salvage.check import REPAIR_HINT
+
+    where, repaired = ctx.obj["index_path"], None
+    if repair:
+        report, repaired = repair_index(where, output, ctx.obj["embedder"])
     else:
-        out.print("ok: documents, chunks, postings, statistics and vectors agree")
-    if problems:
+        report = check_index(where)
+    if as_json:
+        _print_json({**report.to_dict(), "repaired": repaired.__dict__ if repaired else None})
+    else:
+        for problem in report.problems:
+            out.print(f"problem: {problem}", markup=False, highlight=False)
+        if report.ok:
+            out.print("ok: documents, chunks, postings, statistics and vectors agree")
+        if repaired:
+            _print_repair(repaired)
+        elif report.salvage is not None:
+            click.echo(f"hint: {REPAIR_HINT}", err=True)
+    if not report.ok:
         sys.exit(1)
+
+
+def _print_repair(repaired: Any) -> None:
+    out.print(
+        f"repaired: wrote {repaired.output} with {repaired.documents} documents "
+        f"({repaired.chunks} chunks; {repaired.embedded} embedded again, {repaired.pending} "
+        "waiting for vectors)",
+        markup=False,
+    )
+    for collection, doc_id in repaired.lost:
+        out.print(f"lost: {collection} {doc_id}", markup=False, highlight=False)
+    out.print(f"use it with --index {repaired.output}", markup=False)
 
 
 def _stepper(update: Callable[[int, int], None]) -> Callable[[str, int, int], None]:

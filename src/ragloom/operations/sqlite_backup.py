@@ -69,29 +69,41 @@ def _counts(conn: sqlite3.Connection) -> dict[str, dict[str, int]]:
 
 def restore_sqlite(backup: Path, manifest: Manifest, target: Path) -> None:
     """Write the backup as the index file `target` (which must not exist) and its segments."""
-    segments = target.with_name(target.name + "-segments")
+    place_index(backup / DATABASE, backup / SEGMENTS, target, move=False)
+
+
+def place_index(database: Path, segments: Path, target: Path, move: bool) -> None:
+    """Put an index file and its segment folder at `target` (which must not exist): both go
+    under hidden names first, then the segment folder is renamed into place, then the file is
+    linked (never replacing one that appeared meanwhile). `move` renames instead of copying
+    (same file system)."""
+    target_segments = target.with_name(target.name + "-segments")
     for path in (target, target.with_name(target.name + "-wal")):
         if path.exists():
             raise InputError(
-                f"{path} already exists; restore never writes over an index",
-                "restore to a new path (or move the old index aside first)",
+                f"{path} already exists; nothing is ever written over an index",
+                "choose a new path (or move the old index aside first)",
             )
-    _clear_leftover(segments)
+    _clear_leftover(target_segments)
     staged_db = staging_name(target)
-    staged_segments = staging_name(segments)
+    staged_segments = staging_name(target_segments)
     try:
-        shutil.copytree(backup / SEGMENTS, staged_segments)
-        (staged_segments / ".restoring").touch()  # a crash before the database lands: leftover
-        shutil.copyfile(backup / DATABASE, staged_db)
+        if move:
+            os.rename(segments, staged_segments) if segments.exists() else staged_segments.mkdir()
+            os.rename(database, staged_db)
+        else:
+            shutil.copytree(segments, staged_segments)
+            shutil.copyfile(database, staged_db)
+        (staged_segments / ".restoring").touch()  # a crash before the file lands: leftover
         sync_tree(staged_segments)
         with open(staged_db, "rb+") as handle:
             os.fsync(handle.fileno())
-        os.rename(staged_segments, segments)
-        os.link(staged_db, target)  # never replaces a file that appeared meanwhile
-        (segments / ".restoring").unlink()
+        os.rename(staged_segments, target_segments)
+        os.link(staged_db, target)
+        (target_segments / ".restoring").unlink()
         fsync_folder(target.parent)
     except FileExistsError:
-        raise InputError(f"{target} appeared during the restore; it was left alone") from None
+        raise InputError(f"{target} appeared meanwhile; it was left alone") from None
     finally:
         remove_path(staged_db)
         remove_path(staged_segments)

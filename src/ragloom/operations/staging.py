@@ -100,3 +100,17 @@ def fsync_folder(folder: Path) -> None:
         pass
     finally:
         os.close(fd)
+
+
+@contextlib.contextmanager
+def scratch_beside(dest: Path) -> Iterator[Path]:
+    """A hidden folder beside `dest` (the same file system: what is built there moves into
+    place by renaming), removed when the block ends."""
+    dest = Path(dest).absolute()
+    remove_stale(dest)
+    tmp = staging_name(dest)
+    tmp.mkdir()
+    try:
+        yield tmp
+    finally:
+        remove_path(tmp)

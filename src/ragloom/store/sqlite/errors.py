@@ -13,7 +13,10 @@ import sqlite3
 from ragloom.errors import StorageError, StorageFull, StoreError
 
 FREE_HINT = "free some disk space and retry: nothing was written, the index is as it was"
-CHECK_HINT = "run `ragloom check` to see what is wrong; do not delete the index yet"
+CHECK_HINT = (
+    "run `ragloom check` to see what is damaged, then `ragloom check --repair` to write a new "
+    "index from everything readable; do not delete the index yet"
+)
 
 
 def from_sqlite(exc: sqlite3.Error, where: str) -> StoreError:
