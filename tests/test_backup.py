@@ -113,7 +113,7 @@ def test_nothing_is_written_over(source: Path, tmp_path: Path) -> None:
     backup(source, tmp_path / "b")
     assert not stale.exists()
     (tmp_path / "there.db").write_bytes(b"mine")
-    with pytest.raises(InputError, match="never written over an index"):
+    with pytest.raises(InputError, match="nothing is ever written over an index"):
         restore(tmp_path / "b", tmp_path / "there.db")
     assert (tmp_path / "there.db").read_bytes() == b"mine"
     (tmp_path / "out.jsonl").write_text("mine")
