@@ -771,7 +771,8 @@ def check(ctx: click.Context, as_json: bool, repair: bool, output: str | None) -
 
     where, repaired = ctx.obj["index_path"], None
     if repair:
-        report, repaired = repair_index(where, output, ctx.obj["embedder"])
+        model = ctx.obj["embedder"]  # lost vectors come from each collection's own model
+        report, repaired = repair_index(where, output, "auto" if model == "none" else model)
     else:
         report = check_index(where)
     if as_json:
