@@ -114,6 +114,7 @@ def test_the_library_example_runs_as_written(tmp_path: Path) -> None:
     assert "silver key" in done.stdout
 
 
+@pytest.mark.slow  # two servers' base backups and the docs embedded: half a minute
 def test_the_postgres_commands_run_twice_in_a_row(tmp_path: Path) -> None:
     """README's third command (without its install step) and its PostgreSQL section, each
     run twice: the second start reuses the running server; then `stop` stops it."""

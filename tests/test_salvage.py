@@ -123,9 +123,10 @@ def test_repair_recovers_every_intact_document(original, tmp_path, where) -> Non
     assert {doc for _, doc in got} == expected
     full = contents(original)
     assert all(got[key] == full[key] for key in got)  # as they were, vectors included
-    clean = clean_build(tmp_path / "repaired.db", tmp_path)
-    with Index(tmp_path / "repaired.db") as a, Index(clean) as b:
-        assert searches(a) == searches(b)
+    if where == "chunk and document leaves":  # (the slow suite does this on SciFact, 20 times)
+        clean = clean_build(tmp_path / "repaired.db", tmp_path)
+        with Index(tmp_path / "repaired.db") as a, Index(clean) as b:
+            assert searches(a) == searches(b)
 
 
 def test_a_healthy_index_with_a_damaged_segment_file(original, tmp_path) -> None:
@@ -164,7 +165,7 @@ def test_the_commands_on_the_issue_case(original, tmp_path) -> None:
     if search.returncode:
         assert "ragloom check --repair" in search.stderr
     checked = ragloom("check", "--json")
-    assert checked.returncode == 1
+    assert checked.returncode == 1 and "Traceback" not in checked.stderr, checked.stderr
     damage = json.loads(checked.stdout)
     assert damage["ok"] is False and damage["damage"]["unreadable_pages"] == 2
     assert damage["damage"]["collections"]["default"]["lost_documents"]
@@ -175,3 +176,17 @@ def test_the_commands_on_the_issue_case(original, tmp_path) -> None:
     assert (tmp_path / "damaged.repaired.db").is_file()
     again = ragloom("check", "--repair")
     assert again.returncode == 1 and "already exists" in again.stderr
+
+
+def test_random_damage_never_breaks_the_check(original, tmp_path) -> None:
+    """Whatever pages are overwritten, check reports (or finds nothing wrong); it never fails."""
+    import random
+
+    rng = random.Random(28)
+    count = open_pages(original).count
+    for trial in range(12):
+        folder = tmp_path / str(trial)
+        folder.mkdir()
+        pages = rng.sample(range(1, count + 1), rng.choice([1, 3, 8]))
+        report = check_index(damaged_copy(original, folder, pages))
+        assert report.problems or report.ok

@@ -19,7 +19,13 @@ from typing import Any, BinaryIO
 
 from ragloom.errors import InputError
 from ragloom.operations.manifest import Manifest, copy_hashing, file_digest
-from ragloom.operations.staging import fsync_folder, remove_path, staging_name, sync_tree
+from ragloom.operations.staging import (
+    fsync_folder,
+    remove_path,
+    remove_stale,
+    staging_name,
+    sync_tree,
+)
 
 DATABASE = "index.db"
 SEGMENTS = "index.db-segments"
@@ -85,6 +91,8 @@ def place_index(database: Path, segments: Path, target: Path, move: bool) -> Non
                 "choose a new path (or move the old index aside first)",
             )
     _clear_leftover(target_segments)
+    remove_stale(target)
+    remove_stale(target_segments)
     staged_db = staging_name(target)
     staged_segments = staging_name(target_segments)
     try:

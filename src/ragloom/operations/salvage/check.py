@@ -65,8 +65,10 @@ def check_index(location: str | Path) -> CheckReport:
         if not path.is_file():
             raise
         return _scanned(path, [exc.message], exc)
-    except sqlite3.DatabaseError as exc:  # a damaged page met outside the store's own reads
-        return _scanned(path, [f"{path} is damaged ({exc})"], None)
+    except (sqlite3.DatabaseError, ValueError, KeyError, IndexError) as exc:
+        # a damaged page that SQLite hands back as data (an overflow page has no header to
+        # check): the values it holds do not decode
+        return _scanned(path, [f"{path} is damaged ({type(exc).__name__}: {exc})"], None)
     if any(p.startswith("sqlite:") for p in problems):
         return _scanned(path, problems, None)
     return CheckReport(str(path), problems)

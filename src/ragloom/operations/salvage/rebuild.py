@@ -51,7 +51,7 @@ def _collection(index: Any, salvaged: SalvagedCollection, report: RepairReport) 
         if salvaged.config is not None:
             made = write.ensure_collection(salvaged.name, salvaged.config)
             write.set_config(made, salvaged.config)
-        model = (salvaged.config or {}).get("embedding", {}).get("model")
+        model = ((salvaged.config or {}).get("embedding") or {}).get("model")
         if model and salvaged.vectors:
             write.conn.executemany(
                 "INSERT OR REPLACE INTO vector_cache (model, text_hash, vector) VALUES (?, ?, ?)",

@@ -101,13 +101,14 @@ def recover(path: Path) -> Recovered:
             continue
         try:
             kind = page_kind(pages, number)[0]
+            cells = list(leaf_cells(pages, number)) if kind == LEAF_TABLE else []
         except PageError:
             damaged.add(number)
             continue
         if kind != LEAF_TABLE:
             continue
         used.add(number)
-        for cell in leaf_cells(pages, number):
+        for cell in cells:
             table = shape_of(cell.values)
             if table is not None and cell.rowid not in found.rows[table]:
                 found.rows[table][cell.rowid] = cell.values
