@@ -7,7 +7,9 @@ Builds SciFact once (lexical, the default chunking: about 25k chunks), then per 
 it, overwrites a random share of its pages with random bytes, and repairs the copy. Each trial
 checks that the repaired index holds exactly the documents none of whose rows (document row,
 chunk rows, overflow pages) lay on an overwritten page (computed from the intact file), that
-every other document is listed as lost (by id, or counted when its row is gone), that the
+every other document is listed as lost (by id, from its row or from the documents' unique
+index; counted when both are gone but chunks remain; "no trace left" when nothing of it
+remains on an intact page), that the
 damaged copy was not written to, and that the 300 test queries' top 10 (chunk ids and scores)
 on the repaired index equal those of a clean build of the recovered documents from the corpus.
 """
@@ -103,6 +105,8 @@ def trial(args, dataset, original, by_doc, share, number, work) -> dict:
         "recovered_equals_intact": recovered == intact,
         "lost_listed_by_id": len(lost_ids),
         "lost_counted_without_id": unnamed,
+        # documents every trace of which (row, index entry, chunk rows) was overwritten
+        "vanished": len(by_doc) - len(recovered) - len(lost_ids) - unnamed,
         "lost_ids_all_lost": lost_ids <= set(by_doc) - recovered,
         "original_untouched": hashlib.sha256(copy.read_bytes()).hexdigest() == before,
         "repaired_check_ok": problems == [],
@@ -158,7 +162,8 @@ def ok(row: dict) -> bool:
 def show(rows: list[dict], pages: int) -> None:
     table = Table(title=f"SciFact ({rows[0]['documents']} documents, {pages} pages): salvage")
     columns = ["damaged", "trial", "pages overwritten", "unreadable", "intact docs"]
-    columns += ["recovered", "= intact", "lost by id", "lost, id gone", "top-10 equal", "repair s"]
+    columns += ["recovered", "= intact", "lost by id", "lost, id gone", "no trace left"]
+    columns += ["top-10 equal", "repair s"]
     for column in columns:
         table.add_column(column, justify="right")
     for r in rows:
@@ -172,6 +177,7 @@ def show(rows: list[dict], pages: int) -> None:
             "yes" if r["recovered_equals_intact"] else "NO",
             str(r["lost_listed_by_id"]),
             str(r["lost_counted_without_id"]),
+            str(r["vanished"]),
             f"{r['queries_equal']}/{r['queries']}",
             f"{r['repair_seconds']:.1f}",
         )

@@ -108,9 +108,8 @@ def test_repair_recovers_every_intact_document(original, tmp_path, where) -> Non
     recovered = {d.id for c in salvage.collections.values() for d in c.documents}
     assert recovered == expected
     every = {doc for _, doc in contents(original)}
-    lost = {doc for _, doc in salvage.lost_documents()}  # named: their row was read
-    assert lost <= every - expected
-    assert len(lost) + salvage.unnamed_documents <= len(every - expected)
+    lost = {doc for _, doc in salvage.lost_documents()}  # named by their row or unique index
+    assert lost == every - expected and salvage.unnamed_documents == 0
     if where == "page 1":
         assert any("page 1" in p for p in report.problems)
 

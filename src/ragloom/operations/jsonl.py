@@ -24,14 +24,14 @@ from typing import IO, Any
 
 import numpy as np
 
-from ragloom import __version__
 from ragloom.errors import InputError
-from ragloom.models import Document
 from ragloom.operations.backup import _opened
 from ragloom.operations.staging import refuse_existing, remove_path, remove_stale, staging_name
 from ragloom.store.base import Store
 from ragloom.store.open import open_store
 from ragloom.store.records import NewChunk, NewDocument
+from ragloom.types import Document
+from ragloom.version import __version__
 
 FORMAT = 1
 Progress = Callable[[str, int, int], None]  # (what, done, total)

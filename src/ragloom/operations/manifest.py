@@ -11,8 +11,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from ragloom import __version__
 from ragloom.errors import InputError
+from ragloom.version import __version__
 
 MANIFEST = "ragloom-backup.json"
 FORMAT = 1

@@ -12,9 +12,9 @@ from typing import Any
 
 import numpy as np
 
-from ragloom.models import Document
 from ragloom.operations.salvage.rows import Recovered, recover
 from ragloom.store.text import text_hash
+from ragloom.types import Document
 
 
 @dataclass
@@ -95,7 +95,13 @@ def assess(path: Path) -> Salvage:
                 into.vectors_lost += 1
     for name, config in names.values():
         salvage.collections.setdefault(name, SalvagedCollection(name, config))
-    salvage.unnamed_documents = len(chunks)  # chunk groups whose document row is gone
+    for doc_row, (collection_id, doc_id) in sorted(found.names.items()):
+        if doc_row in rows["documents"]:
+            continue  # read (whole, or listed as lost above)
+        name, config = names.get(collection_id, (f"collection-{collection_id}", None))
+        salvage.collections.setdefault(name, SalvagedCollection(name, config)).lost.append(doc_id)
+        chunks.pop(doc_row, None)
+    salvage.unnamed_documents = len(chunks)  # chunk groups whose document is named nowhere
     salvage.missing_chunk_rows, salvage.segments = _segment_rows(path, found)
     for collection in salvage.collections.values():
         if not (collection.config or {}).get("embedding"):

@@ -178,8 +178,40 @@ def _cell(pages: PageFile, number: int, data: bytes, at: int) -> Cell:
     rowid, at = varint(data, at)
     if rowid >= 1 << 63:
         rowid -= 1 << 64
+    values, spanned = _payload(pages, number, data, at, size, pages.usable - 35)
+    return Cell(rowid, values, spanned)
+
+
+def index_cells(pages: PageFile, number: int) -> Iterator[Cell]:
+    """The entries of an index b-tree page (leaf or interior: both hold keys); rowid -1.
+    A cell that does not parse is left out."""
+    kind, data, offset = page_kind(pages, number)
+    if kind not in (LEAF_INDEX, INTERIOR_INDEX):
+        raise PageError(f"page {number} is not an index page")
+    header = 8 if kind == LEAF_INDEX else 12
+    count = struct.unpack(">H", data[offset + 3 : offset + 5])[0]
+    if offset + header + 2 * count > pages.usable:
+        raise PageError(f"page {number}: more cells than fit")
+    most = ((pages.usable - 12) * 64 // 255) - 23
+    for i in range(count):
+        at = offset + header + 2 * i
+        pointer = struct.unpack(">H", data[at : at + 2])[0]
+        try:
+            if not 0 < pointer < pages.usable:
+                raise PageError("cell pointer out of the page")
+            start = pointer + (4 if kind == INTERIOR_INDEX else 0)
+            size, start = varint(data, start)
+            values, spanned = _payload(pages, number, data, start, size, most)
+            yield Cell(-1, values, spanned)
+        except (PageError, struct.error, UnicodeDecodeError, IndexError):
+            continue
+
+
+def _payload(
+    pages: PageFile, number: int, data: bytes, at: int, size: int, most: int
+) -> tuple[list, tuple[int, ...]]:
+    """A cell's record: its local part, then its overflow chain (fileformat2, 1.6)."""
     usable = pages.usable
-    most = usable - 35
     local = size
     if size > most:
         least = ((usable - 12) * 32 // 255) - 23
@@ -199,7 +231,7 @@ def _cell(pages: PageFile, number: int, data: bytes, at: int) -> Cell:
             spanned.append(following)
             payload += page[4 : 4 + min(usable - 4, size - len(payload))]
             following = struct.unpack(">I", page[:4])[0]
-    return Cell(rowid, record(bytes(payload)), tuple(spanned))
+    return record(bytes(payload)), tuple(spanned)
 
 
 def record(payload: bytes) -> list:

@@ -12,12 +12,15 @@ from pathlib import Path
 from typing import Any
 
 from ragloom.operations.salvage.pages import (
+    INTERIOR_INDEX,
     INTERIOR_TABLE,
+    LEAF_INDEX,
     LEAF_TABLE,
     PageError,
     PageFile,
     children,
     freelist,
+    index_cells,
     leaf_cells,
     open_pages,
     page_kind,
@@ -64,6 +67,10 @@ SHAPES: dict[str, tuple[Callable[[Any], bool], ...]] = {
 }
 
 
+def _document_key(values: list) -> bool:
+    return len(values) == 3 and _int(values[0]) and _text(values[1]) and _int(values[2])
+
+
 def shape_of(values: list) -> str | None:
     for table, tests in SHAPES.items():
         if len(values) == len(tests) and all(t(v) for t, v in zip(tests, values)):
@@ -83,6 +90,9 @@ class Recovered:
     lost_in: dict[str, int] = field(default_factory=dict)  # table -> its damaged pages found
     found_by_scan: int = 0  # rows found only by scanning (the tree above them is damaged)
     cell_pages: dict[tuple[str, int], tuple[int, ...]] = field(default_factory=dict)
+    # document row -> (collection id, document id), from the documents' unique index: a
+    # separate b-tree, so it names documents whose own rows were lost
+    names: dict[int, tuple[int, str]] = field(default_factory=dict)
 
 
 def recover(path: Path) -> Recovered:
@@ -102,9 +112,14 @@ def recover(path: Path) -> Recovered:
         try:
             kind = page_kind(pages, number)[0]
             cells = list(leaf_cells(pages, number)) if kind == LEAF_TABLE else []
+            keys = list(index_cells(pages, number)) if kind in (LEAF_INDEX, INTERIOR_INDEX) else []
         except PageError:
             damaged.add(number)
             continue
+        for key in keys:
+            used.update(key.pages)
+            if _document_key(key.values):  # UNIQUE (collection_id, doc_id) -> rowid
+                found.names.setdefault(key.values[2], (key.values[0], key.values[1]))
         if kind != LEAF_TABLE:
             continue
         used.add(number)
