@@ -88,13 +88,12 @@ def test_every_mode_and_fusion_from_one_embedding(folder: Path, service: EmbedSe
     assert names == [
         "lexical",
         "dense",
+        "hybrid adaptive",
         "hybrid rrf k=60 d=1 l=1",
         "hybrid weighted min-max d=0.7 l=0.3",
         "hybrid weighted z-score d=0.7 l=0.3",
     ]
-    assert [s.setting.name for s in result.scored if s.setting.default] == [
-        "hybrid weighted z-score d=0.7 l=0.3"
-    ]
+    assert [s.setting.name for s in result.scored if s.setting.default] == ["hybrid adaptive"]
     dataset = load_beir(folder)
     corpus = {f"{d.title}\n{d.text}" for d in dataset.iter_corpus()}
     texts = embedded_texts(service)

@@ -6,7 +6,12 @@ import numpy as np
 import pytest
 
 from ragloom.errors import InputError
-from ragloom.retrieval.fusion import normalize, reciprocal_rank_fusion, weighted_fusion
+from ragloom.retrieval.fusion import (
+    normal_cdf,
+    normalize,
+    reciprocal_rank_fusion,
+    weighted_fusion,
+)
 from ragloom.retrieval.pipeline import DENSE, LEXICAL, drop_weak_dense_only, leg_candidates
 
 
@@ -57,8 +62,11 @@ def test_weighted_zscore_uses_leg_minimum_for_missing_rows():
         normalization="zscore",
     )
     by_row = {c.row_id: c.score for c in fused}
-    # each leg's z-scores are +1 / -1; a row missing from a leg gets that leg's minimum (-1)
-    assert by_row == pytest.approx({1: 0.5 * 1 + 0.5 * -1, 2: 0.5 * -1 + 0.5 * 1, 3: -1.0})
+    # each leg's z-scores are +1 / -1; a row missing from a leg gets that leg's minimum (-1);
+    # the weighted sum is reported through the normal CDF, so no score is negative
+    sums = {1: 0.5 * 1 + 0.5 * -1, 2: 0.5 * -1 + 0.5 * 1, 3: -1.0}
+    assert by_row == pytest.approx({row: normal_cdf(total) for row, total in sums.items()})
+    assert by_row[3] == pytest.approx(0.158655, abs=1e-6) and min(by_row.values()) > 0
 
 
 def test_normalize_edge_cases():

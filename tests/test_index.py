@@ -82,12 +82,16 @@ def test_scores_after_adds_and_deletes_equal_a_fresh_build(locate):
                 inc.delete(k)
         inc.add(docs(city="Greyhaven's harbour freezes in winter; the drowned bell is silent."))
         inc.delete("oren")
+        # the fusion profile is taken when a collection's size has moved by a fifth: profile
+        # both builds of the same content now, so that their fusion weighs the legs alike
+        inc.calibrate(force=True)
         got = {q: {h.chunk_id: h.score for h in inc.search(q, top_k=100)} for q in queries}
     final = docs(city="Greyhaven's harbour freezes in winter; the drowned bell is silent.")
     final = [d for d in final if d.id != "oren"]
     final += [Document(k, v) for i, (k, v) in enumerate(extra.items()) if i % 3 != 0]
     with Index(locate("fresh")) as fresh:
         fresh.add(final)
+        fresh.calibrate(force=True)
         want = {q: {h.chunk_id: h.score for h in fresh.search(q, top_k=100)} for q in queries}
     assert got == want
 

@@ -52,7 +52,7 @@ def test_tuner_searches_every_coordinate(tmp_path: Path, service: EmbedServer) -
         chosen = tuner.run()
         tried = [trial.options for trial in tuner.trials.values()]
         assert tried[0] == SearchOptions(mode="hybrid")  # the defaults come first
-        assert {o.fusion for o in tried} == {"rrf", "weighted"}
+        assert {o.fusion for o in tried} == {"adaptive", "rrf", "weighted"}
         assert {o.normalization for o in tried if o.fusion == "weighted"} == {"minmax", "zscore"}
         assert {o.rrf_k for o in tried if o.fusion == "rrf"} >= {5.0, 60.0}
         assert {o.candidates for o in tried} == {5, 40}
@@ -79,8 +79,8 @@ def test_collection_defaults_apply_unless_the_search_says_otherwise(tmp_path: Pa
     with EmbedServer() as svc, ragloom.Index(tmp_path / "i.db", embedder=spec(svc)) as index:
         index.add(NOTES, "notes")
         plain = index.search("silver key", collection="notes", explain=True)[0].explain["fusion"]
-        assert plain["method"] == "weighted" and plain["normalization"] == "zscore"
-        assert plain["weights"] == {"lexical": 0.3, "dense": 0.7}
+        assert plain["method"] == "adaptive"  # the default: weights chosen per query
+        assert plain["weights"]["lexical"] + plain["weights"]["dense"] == pytest.approx(1.0)
         tuned = {"fusion": "rrf", "rrf_k": 7.0, "weights": {"lexical": 0.3, "dense": 0.7}}
         config = index.configure("notes", search={**tuned, "candidates": 12})
         assert config.search["rrf_k"] == 7.0

@@ -364,9 +364,9 @@ def retrieval_options(command: Callable[..., Any]) -> Callable[..., Any]:
         ),
         click.option(
             "--fusion",
-            type=click.Choice(["rrf", "weighted"]),
-            help="Default: the collection's own (ragloom tune --apply), else weighted "
-            "(z-score, dense 0.7, lexical 0.3).",
+            type=click.Choice(["adaptive", "rrf", "weighted"]),
+            help="Default: the collection's own (ragloom tune --apply), else adaptive "
+            "(each leg weighted per collection and per query).",
         ),
         click.option(
             "--normalization",
@@ -391,7 +391,12 @@ def retrieval_options(command: Callable[..., Any]) -> Callable[..., Any]:
             help="Drop dense-only hits below this cosine (default: the floor measured for "
             "the collection's model; -1 keeps them all).",
         ),
-        click.option("--min-score", type=float, help="Drop hits whose final score is lower."),
+        click.option(
+            "--min-score",
+            type=float,
+            help="Drop hits whose final score is lower (hybrid, lexical and dense scores run "
+            "0-1, the same scale in every search of a collection).",
+        ),
         click.option(
             "--filter",
             "filter_json",
@@ -499,6 +504,28 @@ def _search_kwargs(index: Index, p: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _weights_line(fusion: dict[str, Any]) -> str:
+    """`lexical 0.47 x 0.53 + dense 0.53 x 0.62 (probes: lexical MRR 0.93, dense 0.93; ...)`."""
+    weights, shares, why = fusion["weights"], fusion["shares"], fusion["why"]
+    estimated = set(shares.get("estimated", ()))  # not in that leg's list: at most this
+    parts = " + ".join(
+        f"{leg} {weights[leg]:.2f} x {'<=' if leg in estimated else ''}{shares[leg]:.3f}"
+        for leg in weights
+    )
+    if "probes" in why:
+        probes = why["probes"]
+        basis = f"probes: lexical MRR {probes['lexical_mrr']}, dense {probes['dense_mrr']}"
+    else:
+        basis = why["basis"]
+    agreement = why.get("agreement")
+    if agreement:
+        basis += (
+            f"; agreement: lexical {agreement['lexical_support']:.2f}, "
+            f"dense {agreement['dense_support']:.2f}"
+        )
+    return f"{parts}  ({basis})"
+
+
 def _print_explain(explain: dict[str, Any]) -> None:
     legs = ", ".join(
         f"{leg} #{info['rank']} ({'cosine' if leg == 'dense' else 'bm25'} "
@@ -508,6 +535,8 @@ def _print_explain(explain: dict[str, Any]) -> None:
     fusion = explain["fusion"]
     lines = [f"     legs: {legs or 'none'}  (match: {explain['match']})"]
     lines.append(f"     fusion: {fusion['method']}  -> {fusion['score']:.4f}")
+    if "why" in fusion:  # adaptive: the weights this query used, and why
+        lines.append(f"     weights: {_weights_line(fusion)}")
     for boost in explain["boosts"]:
         lines.append(f"     boost: x{boost['factor']} ({boost['rule']})")
     for note in explain["diversity"]:

@@ -54,6 +54,11 @@ def _search_settings(value: Any) -> dict[str, Any]:
     return {k: (dict(v) if k == "weights" else v) for k, v in value.items()}
 
 
+def _fusion_profile(value: Any) -> dict[str, Any]:
+    """A stored probe profile, or {} when there is none (or it is not a mapping)."""
+    return dict(value) if isinstance(value, Mapping) else {}
+
+
 @dataclass(frozen=True)
 class CollectionConfig:
     """Chunking, tokenization and BM25 settings of one collection.
@@ -65,6 +70,8 @@ class CollectionConfig:
     `embedding` names the model whose vectors the collection holds (None: lexical only).
     `search` holds the collection's own default search settings (fusion, weights, rrf_k,
     normalization, candidates, min_dense_similarity), for example as `ragloom tune` chose them.
+    `fusion_profile` holds what probing the collection's own text found about its two legs
+    (`ragloom.engine.calibration`): adaptive fusion, the default, weighs the legs by it.
     """
 
     chunking: ChunkPolicy = field(default_factory=ChunkPolicy)
@@ -75,6 +82,7 @@ class CollectionConfig:
     title_weight: int = 1
     embedding: dict[str, Any] | None = None  # provider, model, dimension of stored vectors
     search: dict[str, Any] = field(default_factory=dict)  # default search settings (tuned)
+    fusion_profile: dict[str, Any] = field(default_factory=dict)  # legs' probe MRRs
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "search", _search_settings(self.search))
@@ -118,6 +126,7 @@ class CollectionConfig:
             "title_weight": self.title_weight,
             "embedding": self.embedding,
             "search": dict(self.search),
+            "fusion_profile": dict(self.fusion_profile),
         }
 
     @classmethod
@@ -131,4 +140,5 @@ class CollectionConfig:
             title_weight=int(data.get("title_weight", 1)),
             embedding=data.get("embedding"),
             search=data.get("search") or {},
+            fusion_profile=_fusion_profile(data.get("fusion_profile")),
         )

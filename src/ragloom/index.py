@@ -17,6 +17,7 @@ import numpy as np
 from ragloom.config import CollectionConfig
 from ragloom.context import GROUNDING_INSTRUCTION, PackedContext
 from ragloom.embedding import Embedder
+from ragloom.engine.calibration import calibrate, profile_after_write
 from ragloom.engine.collections import configure, index_stats
 from ragloom.engine.documents import embedding_text
 from ragloom.engine.embedders import Embedders, QueryVectors
@@ -158,6 +159,7 @@ class Index:
         report = self._ingest.add(documents, collection, on_batch, enrichers, on_embed_error)
         if report.chunks and not report.embedding_error:
             self._ingest.fill_waiting()
+            profile_after_write(self.store, self.models)  # adaptive fusion's weights
         return report
 
     def index_path(
@@ -192,6 +194,7 @@ class Index:
         report = self._ingest.add_files(run, collection, enrichers, on_embed_error)
         if report.chunks and not report.embedding_error:
             self._ingest.fill_waiting()
+            profile_after_write(self.store, self.models)
         for stale in run.stale:  # stored under another id, or a part no longer there
             with suppress(NotFound):
                 self.delete(stale, collection)
@@ -211,6 +214,11 @@ class Index:
         number of chunks embedded. Vectors already in the embedding cache are reused.
         """
         return self._ingest.reembed(collection, embedder)
+
+    def calibrate(self, collection: str | None = None, force: bool = False) -> dict[str, Any]:
+        """Profile collections whose fusion profile is missing or stale (all with `force`),
+        returning the new profiles; writes do it themselves (docs/hybrid.md, "Fusion")."""
+        return calibrate(self.store, self.models, collection, force)
 
     def fill_pending(self, collection: str | None = None, limit: int | None = None) -> int:
         """Embed chunks that wait for vectors (the service was down when they were indexed);

@@ -29,7 +29,10 @@ def configure(ingest: Ingest, collection: str, changes: dict[str, Any]) -> Colle
     known = store.collections().get(collection)
     if known is not None:
         base = CollectionConfig.from_dict(known.config)
-    merged = {**base.to_dict(), **{k: v for k, v in changes.items() if v is not None}}
+    given = {k: v for k, v in changes.items() if v is not None}
+    if not given.get("fusion_profile", True):  # {} is no profile to set: keep the one taken
+        given.pop("fusion_profile")
+    merged = {**base.to_dict(), **given}
     for key in ("chunking", "tokenizer", "bm25", "code_chunking"):
         value = merged[key]
         if not isinstance(value, dict):

@@ -57,7 +57,20 @@ def explanation(cand: Candidate, options: Any) -> dict[str, Any]:
         fusion["k"] = options.rrf_k
     elif cand.fused_by == "weighted":
         fusion["normalization"] = options.normalization
-    if cand.fused_by:
+    if cand.fusion_detail is not None:  # adaptive: the weights this query used, and why
+        detail = cand.fusion_detail
+        fusion["weights"] = {"lexical": round(detail.lexical, 4), "dense": round(detail.dense, 4)}
+        fusion["why"] = detail.to_dict()
+        fusion["shares"] = {
+            "lexical": cand.lexical_share,
+            "dense": cand.dense_share,
+            "estimated": [
+                leg
+                for leg, rank in (("lexical", cand.lexical_rank), ("dense", cand.dense_rank))
+                if rank is None
+            ],
+        }
+    elif cand.fused_by:
         weights = effective_weights(cand.fused_by, options.weights)
         fusion["weights"] = {leg: w for leg, w in weights.items() if leg != "metadata" or w}
     if cand.metadata_score is not None:

@@ -17,7 +17,7 @@ from ragloom.embedding.floors import dense_floor_of
 from ragloom.engine.embedders import Embedders, QueryVectors
 from ragloom.errors import NotFound
 from ragloom.expansion.rm3 import prf_search
-from ragloom.lexical import BM25Params
+from ragloom.lexical import BM25Params, bm25_ceiling, bm25_idf
 from ragloom.retrieval.search import Leg, Ranking, SearchOptions
 from ragloom.store.base import CollectionReader, Snapshot
 from ragloom.text import Tokenizer, analyzer_for
@@ -38,6 +38,8 @@ class Legs:
     embedder: Embedder | None
     options: SearchOptions  # as applied: the search's, with the collection's defaults
     dense_floor: float | None = None  # the model's floor for dense-only hits (embedding.floors)
+    ceiling: Callable[[str], float | None] | None = None  # query -> its BM25 ceiling
+    profile: dict[str, Any] | None = None  # the collection's probe profile (adaptive fusion)
 
 
 def collection_legs(
@@ -81,6 +83,10 @@ def collection_legs(
             vector = vectors.get(embedder, text)  # type: ignore[arg-type]
             return reader.dense(vector, depth, node, key)
 
+    def ceiling(text: str) -> float | None:
+        words = terms if text == query else tokenizer.terms(text)
+        return query_ceiling(reader, words, bm25)
+
     cache: dict[int, dict[str, Any]] = {}
 
     def metadata_of(row: int) -> dict[str, Any]:
@@ -99,7 +105,18 @@ def collection_legs(
         embedder if has_dense else None,
         options,
         dense_floor_of(stored_model),
+        ceiling,
+        config.fusion_profile or None,
     )
+
+
+def query_ceiling(reader: CollectionReader, terms: Sequence[str], params: BM25Params) -> float:
+    """The most BM25 a chunk could score for these query terms: a term no live chunk holds
+    counts with the idf of a word in no chunk (no hit can match it, so every share is lower)."""
+    if not terms:
+        return 0.0
+    counts, n_chunks = reader.document_frequencies(terms)
+    return bm25_ceiling([bm25_idf(counts.get(t, 0), n_chunks) for t in terms], params)
 
 
 def note_pending(ranking: Ranking, reader: CollectionReader) -> Ranking:

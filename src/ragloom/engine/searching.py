@@ -140,7 +140,14 @@ class Searcher:
 
         def fuse(text: str, opts: SearchOptions) -> Ranking:
             ranking = fuse_legs(
-                text, opts, legs.lexical, legs.dense, legs.metadata_of, legs.dense_floor
+                text,
+                opts,
+                legs.lexical,
+                legs.dense,
+                legs.metadata_of,
+                legs.dense_floor,
+                legs.ceiling,
+                legs.profile,
             )
             return note_pending(ranking, legs.reader)
 

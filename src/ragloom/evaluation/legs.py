@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -26,6 +27,16 @@ class _List:
     rows: np.ndarray
     scores: np.ndarray
     complete: bool  # the leg had no more rows than these
+    ceiling: float | None = None  # lexical: the most BM25 the query could score
+
+
+def _ceiling(found: list) -> float | None:
+    """The query's BM25 ceiling, read back from a lexical search's hits: each scores its raw
+    BM25 over the ceiling (`ragloom.retrieval.adaptive`)."""
+    for cand in found:
+        if cand.score > 0:
+            return cand.lexical_score / cand.score
+    return None
 
 
 @dataclass
@@ -44,6 +55,13 @@ class LegCache:
     seconds: dict[str, float] = field(default_factory=lambda: {LEXICAL: 0.0, DENSE: 0.0})
     fetched: dict[str, int] = field(default_factory=lambda: {LEXICAL: 0, DENSE: 0})
     _lists: dict[str, dict[str, _List]] = field(default_factory=lambda: {LEXICAL: {}, DENSE: {}})
+    profile: dict[str, Any] | None = None  # the collection's fusion profile, as searches use
+
+    def __post_init__(self) -> None:
+        if self.profile is None:
+            info = self.index.store.collections().get(self.collection)
+            stored = info.config.get("fusion_profile") if info is not None else None
+            self.profile = dict(stored or {})
 
     def warm(self, queries: Iterable[str], on_query: Callable[[], None] | None = None) -> None:
         """Fetch every leg of every query now (so later scoring does no search at all)."""
@@ -71,7 +89,7 @@ class LegCache:
             scores = np.array([c.lexical_score for c in found], np.float64)
         else:
             scores = np.array([c.dense_score for c in found], np.float64)
-        return _List(rows, scores, complete=len(rows) < depth)
+        return _List(rows, scores, len(rows) < depth, _ceiling(found) if kind == LEXICAL else None)
 
     def _get(self, kind: str, query: str, depth: int) -> _List:
         cached = self._lists[kind].get(query)
@@ -92,7 +110,15 @@ class LegCache:
     def rank_rows(self, query: str, options: SearchOptions) -> list[int]:
         """Chunk rows of a search with `options`, ranked by the real pipeline on cached legs."""
         dense = self.leg(DENSE) if self.dense else None
-        return [c.row_id for c in rank(query, options, self.leg(LEXICAL), dense).candidates]
+        ranking = rank(
+            query,
+            options,
+            self.leg(LEXICAL),
+            dense,
+            ceiling=lambda text: self._get(LEXICAL, text, 1).ceiling,
+            profile=self.profile,
+        )
+        return [c.row_id for c in ranking.candidates]
 
     def leg_ms_per_query(self, kind: str) -> float | None:
         """Mean milliseconds one fetch of a leg took (None before any)."""

@@ -57,7 +57,7 @@ def _manifest(dataset: BeirDataset, config: CollectionConfig, embedder: Embedder
             "size": stat.st_size,
             "mtime_ns": stat.st_mtime_ns,
         },
-        "config": config.to_dict(),
+        "config": {k: v for k, v in config.to_dict().items() if k != "fusion_profile"},
         "embedder": None if embedder is None else embedder.config(),
         "fingerprint": embedder_fingerprint(embedder),
     }
@@ -100,6 +100,7 @@ def prepared_index(
             )
         with Index(target, embedder=model) as index:
             if found == wanted and EVAL_COLLECTION in index.collections():
+                index.calibrate(EVAL_COLLECTION)  # a file kept from before fusion profiles
                 yield PreparedIndex(index, 0.0, True, model.name if model else None)
                 return
             started = time.perf_counter()

@@ -112,7 +112,8 @@ def build_index(
     config: CollectionConfig,
     on_progress: Callable[[str, int, int], None] | None = None,
 ) -> float:
-    """Index the corpus into the eval collection; returns the seconds it took."""
+    """Index the corpus into the eval collection (and take its fusion profile, as writes do);
+    returns the seconds it took."""
     index.configure(EVAL_COLLECTION, **config.to_dict())
     started = time.perf_counter()
     index.add(
@@ -120,6 +121,7 @@ def build_index(
         EVAL_COLLECTION,
         on_batch=(lambda n: on_progress("index", n, 0)) if on_progress else None,
     )
+    index.calibrate(EVAL_COLLECTION)  # when no document changed, the add took none
     return time.perf_counter() - started
 
 

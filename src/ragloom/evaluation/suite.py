@@ -22,6 +22,7 @@ from ragloom.evaluation.legs import LegCache
 from ragloom.evaluation.metrics import per_query
 from ragloom.evaluation.prepare import prepared_index
 from ragloom.evaluation.runner import EVAL_COLLECTION, rank_documents, whole_document_config
+from ragloom.retrieval.adaptive import ADAPTIVE
 from ragloom.retrieval.fusion import effective_weights
 from ragloom.retrieval.pipeline import DENSE, LEXICAL
 from ragloom.retrieval.search import MODES, SearchOptions
@@ -40,7 +41,13 @@ class Setting:
 
 
 def fusion_name(options: SearchOptions) -> str:
-    """`rrf k=60 d=1 l=1`, `weighted z-score d=0.7 l=0.3`: method and the weights it applies."""
+    """`adaptive`, `rrf k=60 d=1 l=1`, `weighted z-score d=0.7 l=0.3`: method and the weights
+    it applies (adaptive sets its own per query unless given some)."""
+    if options.fusion == ADAPTIVE:
+        given = options.weights or {}
+        if given.get("dense") is None and given.get("lexical") is None:
+            return "adaptive"
+        return f"adaptive d={given.get('dense', 0):g} l={given.get('lexical', 0):g}"
     if options.fusion == "rrf":
         text = f"rrf k={options.rrf_k:g}"
     else:
@@ -68,6 +75,7 @@ def settings_for(modes: Sequence[str], has_vectors: bool) -> list[Setting]:
     if "hybrid" in modes:
         default = SearchOptions(mode="hybrid")
         for options in (
+            SearchOptions(mode="hybrid", fusion=ADAPTIVE),
             SearchOptions(mode="hybrid", fusion="rrf"),
             SearchOptions(mode="hybrid", fusion="weighted", normalization="minmax"),
             SearchOptions(mode="hybrid", fusion="weighted", normalization="zscore"),

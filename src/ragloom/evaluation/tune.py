@@ -1,8 +1,9 @@
 """`ragloom tune`: choose hybrid search settings on one split of judged queries, report them
 on another next to the defaults, and optionally make them a collection's defaults.
 
-The search walks a grid coordinate by coordinate, for each fusion family (RRF, weighted
-min-max, weighted z-score): the dense leg's weight first, then RRF's k, then candidate depth
+The search walks a grid coordinate by coordinate, for each fusion family (adaptive, the
+default, then RRF, weighted min-max, weighted z-score): the dense leg's weight first (for
+adaptive fusion a fixed weight replaces its own per-query ones), then RRF's k, then candidate depth
 and the dense-only floor together, then weight and k again around what was found. Every
 trial scores nDCG@10 of a top-10 search on the training queries, from legs fetched once.
 Ties go to the trial found first, which starts from the defaults.
@@ -25,7 +26,12 @@ DENSE_WEIGHTS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
 RRF_KS = (1.0, 5.0, 10.0, 20.0, 40.0, 60.0, 100.0, 200.0)
 CANDIDATES = (10, 20, 40, 80, 160)
 FLOORS = (-1.0, 0.2, 0.3, 0.4, 0.45, 0.5, 0.6)  # -1: no floor (every cosine passes)
-FAMILIES = (("rrf", "minmax"), ("weighted", "minmax"), ("weighted", "zscore"))
+FAMILIES = (
+    ("adaptive", "zscore"),
+    ("rrf", "minmax"),
+    ("weighted", "minmax"),
+    ("weighted", "zscore"),
+)
 
 
 @dataclass(frozen=True)
@@ -43,7 +49,7 @@ def search_settings(options: SearchOptions) -> dict[str, Any]:
     out: dict[str, Any] = {"fusion": options.fusion}
     if options.fusion == "rrf":
         out["rrf_k"] = options.rrf_k
-    else:
+    elif options.fusion == "weighted":
         out["normalization"] = options.normalization
     if options.weights:
         out["weights"] = dict(options.weights)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -36,3 +37,9 @@ def bm25_weights(
     k1, b = params.k1, params.b
     norm = k1 * (1.0 - b + b * (doc_len / avgdl))
     return idf * (tf * (k1 + 1.0)) / (tf + norm)
+
+
+def bm25_ceiling(idfs: Sequence[float], params: BM25Params) -> float:
+    """The most BM25 any chunk could score for a query whose terms (repeats kept) have these
+    idfs: each term's weight tends to idf * (k1 + 1) as its frequency grows."""
+    return float(sum(idfs)) * (params.k1 + 1.0)

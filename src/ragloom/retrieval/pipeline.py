@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -23,7 +24,10 @@ class Candidate:
     dense_rank: int | None = None
     dense_score: float | None = None
     fused_score: float | None = None
-    fused_by: str | None = None  # "rrf" or "weighted" when legs were fused
+    fused_by: str | None = None  # "adaptive", "rrf" or "weighted" when legs were fused
+    lexical_share: float | None = None  # adaptive fusion: BM25 over the query's ceiling
+    dense_share: float | None = None  # adaptive fusion: the cosine counted (0 if negative)
+    fusion_detail: Any = None  # adaptive fusion: the query's weights and why (QueryWeights)
     metadata_score: float | None = None  # share of `prefer` rules matched (weighted fusion)
     boosts: tuple[tuple[str, float], ...] = ()  # (label, factor) of each boost applied
     diversity: tuple[str, ...] = ()  # what diversity stages decided about this candidate

@@ -23,7 +23,7 @@ from ragloom.filters import (
     predicate_of,
 )
 from ragloom.lexical import BM25Params
-from ragloom.retrieval import controls, fusion, pipeline
+from ragloom.retrieval import adaptive, controls, fusion, pipeline
 from ragloom.retrieval.controls import MISSING_POLICIES, BoostRule, MetadataOf
 from ragloom.retrieval.fusion import DEFAULT_FUSION, DEFAULT_NORMALIZATION
 from ragloom.retrieval.pipeline import DENSE, LEXICAL, Candidate
@@ -48,6 +48,7 @@ MAX_HOPS = 5
 MAX_VARIANTS = 8
 
 Leg = Callable[[str, int], tuple[np.ndarray, np.ndarray]]
+Ceiling = Callable[[str], float | None]  # query text -> the most BM25 any chunk could score
 
 
 def _positive_int(name: str, value: object, maximum: int) -> None:
@@ -116,7 +117,9 @@ class SearchOptions:
         if self.mode is not None and self.mode not in MODES:
             raise InputError(f"unknown mode {self.mode!r}", f"use one of {', '.join(MODES)}")
         if self.fusion not in fusion.FUSIONS:
-            raise InputError(f"unknown fusion {self.fusion!r}", "use rrf or weighted")
+            raise InputError(
+                f"unknown fusion {self.fusion!r}", f"use one of {', '.join(fusion.FUSIONS)}"
+            )
         if self.normalization not in fusion.NORMALIZATIONS:
             raise InputError(
                 f"unknown normalization {self.normalization!r}", "use minmax or zscore"
@@ -243,14 +246,17 @@ def rank(
     metadata_of: MetadataOf | None = None,
     vectors_of: Callable[[list[int]], np.ndarray] | None = None,
     dense_floor: float | None = None,
+    ceiling: Ceiling | None = None,
+    profile: Mapping[str, Any] | None = None,
 ) -> Ranking:
     """Run the legs the mode asks for, fuse, then boost, threshold, diversify, keep top k.
 
     The legs apply any filter themselves. `metadata_of` serves boosts and caps;
     `vectors_of` serves MMR. `dense_floor` is the model's floor for dense-only hits, used
-    when the options give none (`min_dense_similarity=None`).
+    when the options give none (`min_dense_similarity=None`). `ceiling` gives the query's
+    BM25 ceiling and `profile` the collection's probe profile (`ragloom.retrieval.adaptive`).
     """
-    ranking = fuse_legs(query, options, lexical, dense, metadata_of, dense_floor)
+    ranking = fuse_legs(query, options, lexical, dense, metadata_of, dense_floor, ceiling, profile)
     with timed("fusion"):
         ranking.candidates = refine(ranking.candidates, options, metadata_of, vectors_of)
     return ranking
@@ -263,9 +269,14 @@ def fuse_legs(
     dense: Leg | None,
     metadata_of: MetadataOf | None = None,
     dense_floor: float | None = None,
+    ceiling: Ceiling | None = None,
+    profile: Mapping[str, Any] | None = None,
 ) -> Ranking:
     """The legs and their fusion (with the weak dense-only hits dropped: below the options'
-    floor, else the model's `dense_floor`), before `refine`."""
+    floor, else the model's `dense_floor`), before `refine`. A search of one leg scores its
+    hits by that leg's share (`ragloom.retrieval.adaptive`): BM25 over the query's ceiling,
+    or the cosine (0 when negative); the leg's raw score stays in `lexical_score` /
+    `dense_score`."""
     mode = options.mode or ("hybrid" if dense is not None else "lexical")
     if mode != "lexical" and dense is None:
         raise NeedsVectors(
@@ -278,12 +289,17 @@ def fuse_legs(
     depth = options.pool_depth if deep else options.top_k
     degraded, reason = False, None
     floor, below = None, 0
+    top = None
     if mode == "dense":
         rows, scores = dense(query, depth)  # type: ignore[misc]
-        ranked = pipeline.leg_candidates(DENSE, rows, scores, alone=True)
+        ranked = adaptive.alone(pipeline.leg_candidates(DENSE, rows, scores), DENSE, None)
     else:
         lexical_rows, lexical_scores = lexical(query, depth)
-        ranked = pipeline.leg_candidates(LEXICAL, lexical_rows, lexical_scores, alone=True)
+        with timed("lexical"):  # the query's BM25 ceiling: its terms' document frequencies
+            top = ceiling(query) if ceiling is not None else None
+        ranked = adaptive.alone(
+            pipeline.leg_candidates(LEXICAL, lexical_rows, lexical_scores), LEXICAL, top
+        )
     if mode == "hybrid":
         try:
             dense_rows, dense_scores = dense(query, depth)  # type: ignore[misc]
@@ -304,6 +320,8 @@ def fuse_legs(
                     options.weights,
                     options.normalization,
                     _preference_scorer(options, metadata_of),
+                    top,
+                    profile,
                 )
                 floor = options.min_dense_similarity
                 floor = dense_floor if floor is None else floor

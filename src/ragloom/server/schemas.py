@@ -191,10 +191,10 @@ class SearchControls(_Strict):
     mode: Literal["lexical", "dense", "hybrid"] | None = Field(
         None, description="Default: hybrid when the collection has vectors, else lexical."
     )
-    fusion: Literal["rrf", "weighted"] | None = Field(
+    fusion: Literal["adaptive", "rrf", "weighted"] | None = Field(
         None,
-        description="Default: the collection's own (ragloom tune --apply), else weighted"
-        " (z-score, dense 0.7, lexical 0.3).",
+        description="Default: the collection's own (ragloom tune --apply), else adaptive"
+        " (each leg weighted per collection and per query; scores 0-1).",
     )
     rrf_k: float | None = Field(None, ge=0, le=10_000, allow_inf_nan=False, description="60")
     weights: dict[Literal["lexical", "dense", "metadata"], Annotated[float, Field(ge=0)]] | None = (
@@ -211,7 +211,13 @@ class SearchControls(_Strict):
         description="Drop dense-only hits below this cosine. Default: the floor measured for"
         " the collection's model (none for a model nobody measured); -1 keeps them all.",
     )
-    min_score: float | None = Field(None, allow_inf_nan=False)
+    min_score: float | None = Field(
+        None,
+        allow_inf_nan=False,
+        description="Drop hits whose final score is lower. Scores of hybrid (adaptive),"
+        " lexical and dense searches run from 0 to 1 and mean the same in every search of a"
+        " collection (docs/search.md).",
+    )
     filters: Filter | None = None
     boosts: list[BoostIn] = Field(default_factory=list, max_length=50)
     diversity: DiversityIn | None = None

@@ -310,6 +310,12 @@ function renderExplain(hit) {
     detail.push(`weights ${typeof f.weights === "string" ? f.weights : JSON.stringify(f.weights)}`);
   }
   add("fusion", `${detail.join(", ")} → ${fmt(f.score)}`);
+  if (f.why && f.shares) {
+    const why = f.why.probes
+      ? `probes: lexical MRR ${f.why.probes.lexical_mrr}, dense MRR ${f.why.probes.dense_mrr}`
+      : f.why.basis;
+    add("weights chosen", `lexical share ${fmt(f.shares.lexical)}, dense share ${fmt(f.shares.dense)}; ${why}`);
+  }
   if (f.metadata_score !== undefined) add("metadata fit", fmt(f.metadata_score));
   for (const boost of x.boosts || []) add("boost", `×${boost.factor} (${boost.rule})`);
   for (const note of x.diversity || []) add("diversity", note);

@@ -1,0 +1,158 @@
+"""Calibration: probe a collection's own chunks to learn how far to trust each leg.
+
+Adaptive fusion (the default, `ragloom.retrieval.adaptive`) weighs a collection's legs by
+its probe profile: each leg's mean reciprocal rank at finding up to `PROBES` chunks from a
+part cut from them (`ragloom.retrieval.probes`). `Index` profiles a collection with vectors
+after writes that changed its size by a fifth or more since the last profile (and after a
+re-embed); it costs one embedding per probe (two with the query) and two searches.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections import defaultdict
+from typing import Any
+
+import numpy as np
+
+from ragloom.config import CollectionConfig
+from ragloom.embedding import Embedder
+from ragloom.engine.embedders import Embedders
+from ragloom.errors import EmbeddingError, NotFound
+from ragloom.retrieval.probes import (
+    Probe,
+    cut_probe,
+    mean_reciprocal_ranks,
+    probe_order,
+    reciprocal_rank,
+    rest_bm25,
+)
+from ragloom.store.base import CollectionReader, Snapshot, Store
+from ragloom.text import Tokenizer, analyzer_for
+
+PROBES = 200  # probes per collection
+MIN_PROBES = 20  # fewer usable probes than this: no profile (the legs weigh the same)
+MAX_ROWS_READ = 20 * PROBES  # chunks looked at to find the probes
+PROBE_DEPTH = 100  # each leg's list a probe's target is ranked in
+RECALIBRATE = 0.2  # a size change (share of the profiled size) that calls for a new profile
+PROFILE_VERSION = 1
+
+
+def needs_profile(config: CollectionConfig, chunks: int) -> bool:
+    """True when a collection with vectors has no profile of its model at about its size."""
+    if not config.embedding or chunks == 0:
+        return False
+    profile = config.fusion_profile
+    if not profile or profile.get("version") != PROFILE_VERSION:
+        return True
+    if profile.get("model") != config.embedding.get("model"):
+        return True
+    then = int(profile.get("chunks") or 0)
+    return then == 0 or abs(chunks - then) / then >= RECALIBRATE
+
+
+def _stable_keys(reader: CollectionReader) -> dict[int, str]:
+    """Row -> "document id#position of the chunk in its document" (the same on every store)."""
+    by_document: dict[str, list[int]] = defaultdict(list)
+    for row, document in reader.chunk_documents().items():
+        by_document[document].append(row)
+    return {
+        row: f"{document}#{i}"
+        for document, rows in by_document.items()
+        for i, row in enumerate(sorted(rows))
+    }
+
+
+def find_probes(snap: Snapshot, reader: CollectionReader, limit: int = PROBES) -> list[Probe]:
+    """Up to `limit` probes from the collection's chunks, in a fixed order. A title probes
+    only a document of one chunk (the chunks of a longer one share it)."""
+    keys = _stable_keys(reader)
+    order = probe_order(keys)[:MAX_ROWS_READ]
+    several = {key.rsplit("#", 1)[0] for key in keys.values() if not key.endswith("#0")}
+    probes: list[Probe] = []
+    for start in range(0, len(order), limit):
+        chunks = snap.chunks(order[start : start + limit])
+        for row in order[start : start + limit]:
+            chunk = chunks.get(row)
+            if chunk is None:
+                continue
+            title = None if chunk.document_id in several else chunk.title
+            cut = cut_probe(title, chunk.text)
+            if cut is not None:
+                probes.append(Probe(row, *cut))
+                if len(probes) == limit:
+                    return probes
+    return probes
+
+
+def profile_collection(
+    snap: Snapshot,
+    reader: CollectionReader,
+    embedder: Embedder,
+    tokenizer: Tokenizer,
+    config: CollectionConfig,
+) -> dict[str, Any]:
+    """The collection's probe profile (each leg's MRR, how many probes, at what size)."""
+    chunks = reader.size()
+    profile: dict[str, Any] = {
+        "version": PROFILE_VERSION,
+        "model": (config.embedding or {}).get("model"),
+        "chunks": chunks,
+    }
+    probes = find_probes(snap, reader, PROBES)
+    profile["probes"] = len(probes)
+    if len(probes) < MIN_PROBES:
+        return profile
+    params = config.bm25
+    average = float(reader.counts()["avg_chunk_terms"]) or 1.0  # the collection's own
+    queries = embedder.embed([p.query for p in probes])
+    rests = embedder.embed([p.rest for p in probes])
+    lexical, dense = [], []
+    for probe, query_vector, rest_vector in zip(probes, queries, rests):
+        terms = tokenizer.terms(probe.query)
+        rows, scores = reader.lexical(terms, PROBE_DEPTH, params)
+        counts, total = reader.document_frequencies(terms)
+        own = rest_bm25(terms, tokenizer.terms(probe.rest), counts, total, average, params)
+        lexical.append(reciprocal_rank(own, probe.row, rows, scores))
+        rows, scores = reader.dense(query_vector, PROBE_DEPTH)
+        own = float(np.dot(rest_vector, query_vector))
+        dense.append(reciprocal_rank(own, probe.row, rows, scores))
+    return {**profile, **mean_reciprocal_ranks(lexical, dense)}
+
+
+def calibrate(
+    store: Store, models: Embedders, collection: str | None = None, force: bool = False
+) -> dict[str, dict[str, Any]]:
+    """Profile `collection` (else every collection) when it needs it (or at all, with vectors,
+    when `force`), store each profile in its collection's config and return them by name."""
+    names = [collection] if collection is not None else sorted(store.collections())
+    profiles = {}
+    for name in names:
+        with store.snapshot() as snap:
+            if name not in snap.collections():
+                raise NotFound(f"no collection {name!r} in {store.location}")
+            reader = snap.collection(name)
+            config = reader.config
+            if not (force or needs_profile(config, reader.size())):
+                continue
+            embedder = models.for_collection(name, config.embedding, True)
+            if embedder is None:
+                continue
+            tokenizer = analyzer_for(config.tokenizer)
+            profile = profile_collection(snap, reader, embedder, tokenizer, config)
+        info = store.collections()[name]
+        with store.write() as write:
+            write.set_config(info, {**info.config, "fusion_profile": profile})
+        profiles[name] = profile
+    return profiles
+
+
+def profile_after_write(
+    store: Store, models: Embedders, collection: str | None = None, force: bool = False
+) -> None:
+    """Profile what a write left stale (`collection`, else every collection); a failing
+    embedding service leaves the old profile, with a warning."""
+    try:
+        calibrate(store, models, collection, force)
+    except EmbeddingError as exc:
+        warnings.warn(f"fusion profile not updated: {exc.message}", stacklevel=3)
