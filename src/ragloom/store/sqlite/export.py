@@ -10,7 +10,7 @@ from typing import Any
 
 from ragloom.segments.postings import Postings
 from ragloom.store.records import NewChunk, NewDocument
-from ragloom.store.sqlite.write import rows_in
+from ragloom.store.sqlite.slices import rows_in
 from ragloom.store.text import rebuild_text
 from ragloom.types import Document
 

@@ -18,8 +18,8 @@ from ragloom.lexical.bm25 import BM25Params
 from ragloom.segments.view import CollectionView
 from ragloom.store.base import CollectionReader, Snapshot
 from ragloom.store.records import CollectionInfo, StoredChunk, StoredDocument
+from ragloom.store.sqlite.slices import rows_in
 from ragloom.store.sqlite.views import CollectionRow
-from ragloom.store.sqlite.write import rows_in
 from ragloom.store.text import stitch, text_hash
 
 

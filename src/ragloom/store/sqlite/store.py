@@ -30,10 +30,11 @@ from ragloom.store.base import Store
 from ragloom.store.records import CollectionInfo
 from ragloom.store.sqlite import connect as connecting
 from ragloom.store.sqlite.errors import from_sqlite
+from ragloom.store.sqlite.slices import rows_in
 from ragloom.store.sqlite.snapshot import SQLiteSnapshot
 from ragloom.store.sqlite.views import CollectionRow, catch_up, load_view, read_collections
 from ragloom.store.sqlite.vocabulary import NumberedTerms, TermCache
-from ragloom.store.sqlite.write import SQLiteWrite, rows_in
+from ragloom.store.sqlite.write import SQLiteWrite
 
 HISTORY = 8  # recent views kept per collection, for snapshots a little behind the newest
 

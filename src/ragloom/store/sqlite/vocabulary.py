@@ -11,7 +11,7 @@ import weakref
 
 import numpy as np
 
-from ragloom.store.sqlite.write import rows_in
+from ragloom.store.sqlite.slices import rows_in
 from ragloom.text.numbering import TermNumbers
 
 
