@@ -193,7 +193,7 @@ class Report:
         out.append(f"circles of rooms: {len(self.room_circles)}")
         out.extend(f"  {' <-> '.join(c)}" for c in self.room_circles)
         arrows = self.upward_arrows
-        out.append(f"room arrows inside a circle of rooms (pointing up): {len(arrows)}")
+        out.append(f"arrows between rooms of one circle (each circle points up): {len(arrows)}")
         out.extend(f"  {a} -> {b}" for a, b in arrows)
         out.append(f"import statements behind them: {len(self.upward)}")
         out.extend(f"  {a} -> {b} (line {n})" for a, b, n in self.upward)

@@ -1,12 +1,13 @@
-"""Walk one search and one one-document write through the package, call by call.
+"""Walk a search and a one-document write through the package, call by call.
 
 Run `python tests/walk.py [SRC]`: it indexes a few documents into a temporary SQLite index
 (with a tiny deterministic embedder defined here, so both legs run without the model), then
-traces `Index.add` of one document and `Index.search` of one hybrid query, counting only
-the package's own functions: the calls, the distinct functions and modules visited, the
-calls that cross from one module into another, and those that climb to a room on a higher
-floor (`tests/layers.py`), telling apart the climbs into a function handed down as an
-argument (a leg, a lookup). It prints the path module by module.
+traces `Index.add` of one document, `Index.search` of one hybrid query, and one search with
+a step (RM3 expansion, which needs no service). It counts only the package's own functions:
+the calls, the distinct functions and modules visited, the calls that cross from one module
+into another (and the returns that cross back), and the calls that climb against the
+imports (into a module that imports the caller's), telling apart those into a function
+handed down as an argument (a leg, a lookup). It prints the modules in order of first visit.
 """
 
 from __future__ import annotations
@@ -148,8 +149,10 @@ def main() -> None:
         write = trace(lambda: index.add([doc]))
         index.search("warm up again after the write", top_k=2)
         search = trace(lambda: index.search("who forged the silver key", top_k=3))
+        prf = trace(lambda: index.search("who forged the key", top_k=3, expand="prf"))
         index.close()
     print("\n".join(summary("search (Index.search, hybrid)", search, below)))
+    print("\n".join(summary("search with a step (expand='prf', hybrid)", prf, below)))
     print("\n".join(summary("write (Index.add, one document)", write, below)))
 
 
