@@ -157,7 +157,9 @@ class SQLiteStore(Store):
     ) -> CollectionView:
         """The collection's view at exactly `generation` (the snapshot `conn` is in)."""
         base = None
-        for view in reversed(self._views.get(row.id, ())):
+        with self._views_lock:  # a copy: another thread may publish a view meanwhile
+            history = tuple(self._views.get(row.id, ()))
+        for view in reversed(history):
             if view.generation <= generation:
                 base = view
                 break
