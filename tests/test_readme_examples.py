@@ -112,6 +112,11 @@ def test_the_library_example_runs_as_written(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert "silver key" in done.stdout
+    # the hit line: `rank score match chunk_id ...`; a lone hit found by both legs printed
+    # `1 0.0 both note-1-0` before adaptive fusion (issue 24): its score says how well it matches
+    (line,) = [x for x in done.stdout.splitlines() if x.startswith("1 ")]
+    rank, score, match, chunk_id = line.split()[:4]
+    assert (match, chunk_id) == ("both", "note-1-0") and 0.2 < float(score) <= 1.0, line
 
 
 @pytest.mark.slow  # two servers' base backups and the docs embedded: half a minute

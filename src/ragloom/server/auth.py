@@ -42,13 +42,13 @@ class BearerAuth:
         return token_matches(header, self.token)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        # Lifespan (and any other non-HTTP) scopes carry no path and no headers: they pass
+        # untouched, or the app's startup (warm-up, vector backfill) and shutdown never run.
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
         path = scope["path"]
-        if (
-            scope["type"] != "http"
-            or path in self.open_paths
-            or _inspector_asset(path)
-            or self.authorized(scope)
-        ):
+        if path in self.open_paths or _inspector_asset(path) or self.authorized(scope):
             await self.app(scope, receive, send)
             return
         response = error_response(
