@@ -45,7 +45,7 @@ def test_index_search_stats_delete_roundtrip(tmp_path: Path):
     found = ragloom("search", "how are chunk ids numbered?", "--top-k", "2", "--json", index=db)
     hits = json.loads(found.stdout)["results"]
     assert len(hits) == 2 and hits[0]["document_id"] == "chunking.md"
-    assert "{document_id}-{n}" in hits[0]["chunk"]
+    assert "{document_id}-{n}" in hits[0]["text"]
 
     text = ragloom("search", "stemming stop words", index=db)
     assert text.returncode == 0 and "search.md" in text.stdout

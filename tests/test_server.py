@@ -159,6 +159,7 @@ def test_query_results_and_context(http: httpx.Client) -> None:
         assert hit["rank"] == rank
         assert {
             "score",
+            "text",
             "chunk",
             "source",
             "chunk_id",
@@ -168,7 +169,9 @@ def test_query_results_and_context(http: httpx.Client) -> None:
             "metadata",
         } <= set(hit)
         assert hit["collection"] == "zoo"
-    assert body["context"] == "\n---\n".join(h["chunk"] for h in results)
+    assert body["context"] == "\n---\n".join(h["text"] for h in results)
+    # `text` as in the library and --json; `chunk` repeats it for older HTTP clients
+    assert all(h["chunk"] == h["text"] for h in results)
     five = http.post("/query", json={"query": "zebra", "top_k": 5, "collection": "zoo"}).json()
     assert len(five["results"]) == 5
     none = http.post("/query", json={"query": "unicorn", "collection": "zoo"}).json()

@@ -67,7 +67,7 @@ _HIT_FIELDS = frozenset(f.name for f in fields(Hit))
 
 def _hit(data: Mapping[str, Any]) -> Hit:
     values = {k: v for k, v in data.items() if k in _HIT_FIELDS}
-    values["text"] = data["chunk"]
+    values["text"] = data["text"] if "text" in data else data["chunk"]  # older servers: chunk
     values.setdefault("metadata", {})
     values.setdefault("collection", "")
     return Hit(**values)

@@ -244,7 +244,8 @@ class Index:
         `bm25`, `strict` (raise instead of answering from BM25 when the query cannot be
         embedded), `filters` (applied inside both legs), `boosts`, `diversity` (`{"max_per":
         {...}}`, which caps only hits that have the key unless `"missing": "group"`; `{"mmr":
-        {...}}`), `prefer`, `explain`, `with_tokens`. Fusion settings left out take the
+        {...}}`), `prefer`, `explain`, `tokens` (`with_tokens`, its older name, works too); an
+        unknown option is an InputError naming the known ones. Fusion settings left out take the
         collection's own defaults (`configure(search=...)`, as `ragloom tune --apply` writes
         them), then the global ones. The result's `timings` hold each stage's milliseconds.
         An empty or punctuation-only query gives no hits.

@@ -140,7 +140,7 @@ class Toolbox:
         filters: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
         """The best passages for `query` with ids, sources, scores and token counts."""
-        kwargs = {**self.defaults, "with_tokens": True}
+        kwargs = {**self.defaults, "tokens": True}
         if filters is not None:
             kwargs["filters"] = filters
         if collections:

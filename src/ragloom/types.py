@@ -69,7 +69,8 @@ class Hit:
     explain: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain JSON-ready form (used by the CLI's --json and the server)."""
+        """Plain JSON-ready form (used by the CLI's --json and the server); the passage is
+        `text`, as on the Hit (HTTP answers also repeat it as `chunk`, their older name)."""
         extra = {"explain": self.explain} if self.explain is not None else {}
         return {
             **extra,
@@ -77,7 +78,7 @@ class Hit:
             "score": self.score,
             "chunk_id": self.chunk_id,
             "document_id": self.document_id,
-            "chunk": self.text,
+            "text": self.text,
             "start": self.start,
             "end": self.end,
             "source": self.source,

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import fields
 from typing import Any
 
 from ragloom.errors import InputError
@@ -11,12 +12,33 @@ from ragloom.retrieval.search import SEARCH_SETTINGS, SearchOptions
 
 Requests = list[tuple[str, "str | None", SearchOptions]]  # (collection, label, options)
 
+# The public name of an option where SearchOptions' field is called otherwise: `tokens` is
+# what the README, HTTP and the command line say; `with_tokens` stays accepted (older code).
+ALIASES = {"tokens": "with_tokens"}
+_HIDDEN = frozenset({"unset", "with_tokens"})  # not offered in messages (internal or older)
+KNOWN = frozenset(f.name for f in fields(SearchOptions) if f.init) | frozenset(ALIASES)
+
+
+def _public(kwargs: dict[str, Any]) -> dict[str, Any]:
+    """The keywords with public names turned into SearchOptions' fields; an unknown name is
+    an InputError that names it and the known ones (not a TypeError naming a class)."""
+    unknown = sorted(set(kwargs) - KNOWN - {"unset"})
+    if unknown or "unset" in kwargs:
+        name = unknown[0] if unknown else "unset"
+        offered = sorted({"top_k", *KNOWN} - _HIDDEN)
+        raise InputError(f"unknown search option {name!r}", f"known: {', '.join(offered)}")
+    both = [alias for alias, field in ALIASES.items() if alias in kwargs and field in kwargs]
+    if both:
+        raise InputError(f"give {both[0]!r} or {ALIASES[both[0]]!r}, not both")
+    return {ALIASES.get(k, k): v for k, v in kwargs.items()}
+
 
 def search_options(top_k: int = 5, **kwargs: Any) -> SearchOptions:
     """SearchOptions from `search`'s keywords (sequences made tuples). Fusion settings left
     out or None are marked unset: the collection's own defaults fill them in (`ragloom
     tune --apply`), else the global ones (`ragloom.retrieval.fusion.DEFAULT_FUSION`). A
     reranker spec or object given as `rerank` becomes this search's reranker."""
+    kwargs = _public(kwargs)
     unset = frozenset(k for k in SEARCH_SETTINGS if not kwargs.get(k) and kwargs.get(k) != 0)
     kwargs = {k: v for k, v in kwargs.items() if k not in unset}
     rerank = kwargs.get("rerank")

@@ -155,6 +155,7 @@ def _search_one(
         found = SearchResult([], body.mode or "lexical")
     result = found.with_hits(_public(found, roots))
     answer: dict[str, Any] = {"ok": True, **result.to_dict(), "timings": result.timings}
+    answer["results"] = [_wire(hit) for hit in answer["results"]]
     if body.budget:
         answer.update(_packed(reader.pack([(None, list(result))], body.budget)))
     else:
@@ -162,9 +163,15 @@ def _search_one(
     return answer
 
 
+def _wire(hit: dict[str, Any]) -> dict[str, Any]:
+    """A hit as HTTP answers it: `text`, and again as `chunk`, the name HTTP clients written
+    before `text` read (kept for them; the library and `--json` say only `text`)."""
+    return {**hit, "chunk": hit["text"]}
+
+
 def _shared(body: schemas.QueryRequest) -> dict[str, Any]:
     """The search options a /query gives every collection it searches."""
-    return {"explain": body.explain, "with_tokens": body.tokens}
+    return {"explain": body.explain, "tokens": body.tokens}
 
 
 def _search_many(
@@ -186,7 +193,7 @@ def _search_many(
     sections = [(g.label, hits) for g, hits in groups]
     return {
         "ok": True,
-        "results": [hit.to_dict() for hit in _public(result.merged, roots)],
+        "results": [_wire(hit.to_dict()) for hit in _public(result.merged, roots)],
         "groups": [
             {
                 "collection": g.collection,
@@ -194,7 +201,7 @@ def _search_many(
                 "mode": g.hits.mode,
                 "degraded": g.hits.degraded,
                 "reason": g.hits.reason,
-                "results": [hit.to_dict() for hit in hits],
+                "results": [_wire(hit.to_dict()) for hit in hits],
                 "timings": g.hits.timings,
                 "dense_floor": g.hits.dense_floor,
                 "below_floor": g.hits.below_floor,

@@ -378,7 +378,11 @@ class IndexResponse(BaseModel):
 class QueryHit(BaseModel):
     rank: int
     score: float
-    chunk: str
+    text: str = Field(description="The passage (the chunk's text).")
+    chunk: str = Field(
+        description="Deprecated: the same as `text`, kept for clients written before it.",
+        json_schema_extra={"deprecated": True},
+    )
     source: str | None
     title: str | None
     chunk_id: str

@@ -272,7 +272,7 @@ function renderHit(hit) {
           (hit.source ? ` · ${hit.source}` : "") + (hit.tokens ? ` · ${hit.tokens} tokens` : ""),
       })));
   const text = el("p", { class: "hit-text" });
-  text.append(marked(hit.chunk, highlights, null));
+  text.append(marked(hit.text, highlights, null));
   card.append(text);
   const why = el("button", { type: "button", class: "why", "aria-expanded": "false" }, "Why this hit");
   const open = el("button", { type: "button", class: "open-document" }, "Show in document");
