@@ -102,6 +102,17 @@ class Corpus:
         lifted += rng.standard_normal((self.BLOCK, DIMENSION), dtype=np.float32) * AMBIENT_NOISE
         return normalize_rows(lifted + self.shared)
 
+    def fresh_vector(self, key: int) -> np.ndarray:
+        """One vector drawn like a chunk's (`vector_block`'s recipe) from its own stream: a
+        query or a piece of a chunk, without generating a whole block for it."""
+        rng = np.random.default_rng((self.seed, key % 2**63, 3))
+        topic = int(rng.integers(TOPICS))
+        z = self.topics[topic] + self.subtopics[topic, int(rng.integers(SUBTOPICS))]
+        z = z + rng.standard_normal(LATENT) * LATENT_NOISE
+        lifted = z.astype(np.float32) @ self.lift
+        lifted += rng.standard_normal(DIMENSION, dtype=np.float32) * AMBIENT_NOISE
+        return normalize_rows((lifted + self.shared)[None, :])[0]
+
     def vectors(self, numbers: Sequence[int]) -> np.ndarray:
         numbers = np.asarray(numbers, np.int64)
         out = np.zeros((len(numbers), DIMENSION), np.float32)
@@ -175,9 +186,7 @@ class BenchEmbedder(Embedder):
             else:
                 out[rows] = self.corpus.vectors(numbers)
         for i, _ in (item for item in synthetic if item[1] is None):  # a piece of a chunk
-            out[i] = self.corpus.vectors(
-                [int(hashlib.sha1(texts[i].encode()).hexdigest()[:6], 16)]
-            )[0]
+            out[i] = self.corpus.fresh_vector(int(hashlib.sha1(texts[i].encode()).hexdigest(), 16))
         return out
 
     def config(self) -> dict:
