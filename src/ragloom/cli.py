@@ -16,7 +16,6 @@ from ragloom.command_options import embedder_after, index_after
 from ragloom.console import err, out, print_json, progress, report_line
 from ragloom.errors import RagloomError
 from ragloom.index import DEFAULT_COLLECTION, Index, IndexReport
-from ragloom.lexical import BM25Params
 from ragloom.loading import DEFAULT_MAX_FILE_SIZE, JsonlFields, ReadPolicy
 from ragloom.version import __version__
 
@@ -469,13 +468,9 @@ def retrieval_options(command: Callable[..., Any]) -> Callable[..., Any]:
 
 def _search_kwargs(index: Index, p: dict[str, Any]) -> dict[str, Any]:
     """Turn the shared CLI options into `Index.search` keywords."""
-    bm25 = None
-    if p["k1"] is not None or p["b"] is not None:
-        default = index.configure(p["collection"]).bm25
-        bm25 = BM25Params(
-            p["k1"] if p["k1"] is not None else default.k1,
-            p["b"] if p["b"] is not None else default.b,
-        )
+    # Only what was given: the search fills the rest from the collection's own settings
+    # (asking `configure` for them created a missing collection: reads never write).
+    bm25 = {name: p[name] for name in ("k1", "b") if p[name] is not None} or None
     diversity: dict[str, Any] = {}
     if p["max_per"]:
         diversity["max_per"] = _pairs(p["max_per"], "--max-per", int)

@@ -143,7 +143,8 @@ def pack_context(
     Sections are (label, hits) in the order to show them; a label prints as `[Label]`.
     Adjacent or overlapping hits of one document become one passage. Passages are added in
     order until the budget is spent; the first one that does not fit is cut at a word
-    boundary if enough room is left, and the rest are omitted.
+    boundary if enough room is left, and the rest are omitted. A passage whose text is one
+    already shown (the same record in two collections) is shown once, where it came first.
     """
     if budget is not None and (
         isinstance(budget, bool) or not isinstance(budget, int) or budget < 1
@@ -154,6 +155,7 @@ def pack_context(
     passages: list[Passage] = []
     omitted = 0
     full = False
+    shown: set[str] = set()  # passage texts already in the block (whitespace-normalised)
     for label, hits in sections:
         section_lines: list[str] = []
         if label:
@@ -169,6 +171,10 @@ def pack_context(
             first = group[0]
             start, end = min(h.start for h in group), max(h.end for h in group)
             text = document_text(first.collection, first.document_id)[start:end]
+            same = " ".join(text.split())
+            if same in shown:
+                continue
+            shown.add(same)
             passage = Passage(
                 len(passages) + 1,
                 first.collection,

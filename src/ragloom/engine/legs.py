@@ -68,7 +68,7 @@ def collection_legs(
     embedder = models.for_collection(collection, stored_model, reader.size() > 0)
     tokenizer = analyzer_for(config.tokenizer)
     terms = tokenizer.terms(query)
-    bm25 = options.bm25 or config.bm25
+    bm25 = options.bm25_for(config.bm25)
     node, key = options.filter_node, options.filter_key
 
     def lexical(text: str, depth: int) -> tuple[np.ndarray, np.ndarray]:

@@ -6,6 +6,7 @@ storage and models: legs -> fuse -> thresholds -> top-k, and reports degradation
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -82,7 +83,7 @@ class SearchOptions:
     candidates: int = 40
     min_dense_similarity: float | None = None  # None: the model's floor (embedding.floors)
     min_score: float | None = None
-    bm25: BM25Params | None = None
+    bm25: BM25Params | Mapping[str, float] | None = None  # a mapping: k1 and/or b
     strict: bool = False
     filters: Mapping[str, Any] | None = None
     boosts: Sequence[Mapping[str, Any]] = ()
@@ -127,6 +128,8 @@ class SearchOptions:
         if self.min_dense_similarity is not None and not -1.0 <= self.min_dense_similarity <= 1.0:
             raise InputError("min_dense_similarity must lie between -1 and 1")
         fusion._check_weights(self.weights)
+        if self.bm25 is not None:
+            self.bm25_for(BM25Params())  # a bad k1, b or other key fails here, not mid-search
         if self.filters is not None:
             node = parse_filter(self.filters)
             object.__setattr__(self, "filter_node", node)
@@ -165,6 +168,20 @@ class SearchOptions:
             and not (key in FUSION_SETTINGS and stored.get("fusion", method) != method)
         }
         return replace(self, **changes, unset=frozenset())
+
+    def bm25_for(self, stored: BM25Params) -> BM25Params:
+        """The BM25 parameters of this search over a collection with `stored` ones: a partial
+        `bm25` ({"k1": 1.2}) keeps the collection's other setting."""
+        if self.bm25 is None or isinstance(self.bm25, BM25Params):
+            return self.bm25 or stored
+        if not isinstance(self.bm25, Mapping) or not set(self.bm25) <= {"k1", "b"}:
+            raise InputError(
+                f"bm25 takes k1 and b, got {self.bm25!r}", 'e.g. bm25={"k1": 1.2, "b": 0.75}'
+            )
+        for name, value in self.bm25.items():
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise InputError(f"bm25 {name} must be a number, got {value!r}")
+        return replace(stored, **{k: float(v) for k, v in self.bm25.items()})
 
     @property
     def reorders(self) -> bool:
@@ -262,6 +279,12 @@ def rank(
     return ranking
 
 
+def asks_anything(query: str) -> bool:
+    """False for a query of only spaces and punctuation ("???", "-- //"): no word, number
+    or symbol (emoji, currency) a leg could match."""
+    return any(ch.isalnum() or unicodedata.category(ch) in ("So", "Sc", "Sm") for ch in query)
+
+
 def fuse_legs(
     query: str,
     options: SearchOptions,
@@ -283,8 +306,8 @@ def fuse_legs(
             f"{mode} search needs vectors, and this collection has none",
             hints=worded("give it vectors with {reembed}, or search with {lexical}"),
         )
-    if not query.strip():  # nothing asked: no leg has anything to match (dense would rank
-        return Ranking([], mode)  # every chunk at cosine 0.0)
+    if not asks_anything(query):  # no leg has anything to match (a dense model without a
+        return Ranking([], mode)  # floor ranked every chunk for "???", at cosine about 0)
     deep = mode == "hybrid" or options.reorders
     depth = options.pool_depth if deep else options.top_k
     degraded, reason = False, None
