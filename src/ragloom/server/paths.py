@@ -9,14 +9,32 @@ root: the server's own folders never show.
 
 from __future__ import annotations
 
+import errno
 import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from ragloom.errors import PathNotFound
+from ragloom.errors import FileChanged, PathNotFound
 from ragloom.server.errors import Forbidden
 
 ENABLE_HINT = "start the server with --root DIR (repeatable) to allow indexing files under DIR"
+RESOLVE_TRIES = 3  # a path swapped (file <-> link) while resolved is tried this often
+
+
+def _real_path(raw: str) -> Path:
+    """`os.path.realpath`, again when a component changed between its lstat and readlink:
+    EINVAL is a link that became a file mid-resolution (the path exists), not a missing
+    path; if it keeps changing, FileChanged (409) asks the caller to try again."""
+    for _ in range(RESOLVE_TRIES):
+        try:
+            return Path(os.path.realpath(Path(raw)))
+        except OSError as exc:
+            if exc.errno != errno.EINVAL:
+                raise
+    raise FileChanged(
+        f"{raw!r} changed while its path was resolved (a file and a link were swapped)",
+        "try again once the file stops changing",
+    )
 
 
 def _root_of(path: Path, roots: Sequence[Path]) -> Path | None:
@@ -33,7 +51,7 @@ def confine(raw: str, roots: Sequence[Path]) -> Path:
     if not roots:
         raise Forbidden("path indexing is disabled on this server", ENABLE_HINT)
     try:
-        real = Path(os.path.realpath(Path(raw)))
+        real = _real_path(raw)
         if _root_of(real, roots) is None:
             raise Forbidden(
                 f"{raw!r} is outside the folders this server may read",
