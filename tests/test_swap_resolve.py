@@ -53,14 +53,16 @@ def test_index_of_a_swapping_path_is_200_or_409_never_404(tmp_path: Path) -> Non
     statuses: dict[int, int] = {}
     try:
         env = {"RAGLOOM_EMBEDDER": "none"}
-        with ServerProcess(tmp_path / "i.db", roots=[root], env=env) as server:
-            with httpx.Client(base_url=server.url, timeout=60) as http:
-                for _ in range(300):
-                    response = http.post("/index", json={"path": str(target)})
-                    statuses[response.status_code] = statuses.get(response.status_code, 0) + 1
-                    assert response.status_code in (200, 409), response.text
-                    if response.status_code == 409:
-                        assert response.json()["code"] == "file_changed"
+        with (
+            ServerProcess(tmp_path / "i.db", roots=[root], env=env) as server,
+            httpx.Client(base_url=server.url, timeout=60) as http,
+        ):
+            for _ in range(300):
+                response = http.post("/index", json={"path": str(target)})
+                statuses[response.status_code] = statuses.get(response.status_code, 0) + 1
+                assert response.status_code in (200, 409), response.text
+                if response.status_code == 409:
+                    assert response.json()["code"] == "file_changed"
     finally:
         flipper.kill()
         flipper.wait()

@@ -25,6 +25,7 @@ import httpx
 from ragloom.errors import InputError, RagloomError
 
 T = TypeVar("T")
+MIN_ATTEMPT = 0.05  # seconds: an attempt with less time left than this is not made
 
 
 # The timing options every service spec takes (`?timeout=2&cooldown=0`), by Timeouts field.
@@ -33,6 +34,7 @@ TIMEOUT_OPTIONS = {
     "read_timeout": "read",
     "connect_timeout": "connect",
     "query_timeout": "query",
+    "query_budget": "query_budget",
     "retry_delay": "retry_delay",
     "cooldown": "cooldown",
 }
@@ -46,7 +48,9 @@ class Timeouts:
     batch call (ingest). `query`: read timeout for a single interactive call (a query
     embedding, an LLM step of a search). `retry_delay`: pause before the one retry.
     `cooldown`: seconds a failed service is skipped before it is tried again (0: never skip).
-    Worst case of one interactive call: 2 * (connect or query) + retry_delay.
+    `query_budget`: seconds one interactive call may take in all, retry included (None: no
+    overall limit). Worst case of one interactive call: its budget, else
+    2 * (connect or query) + retry_delay.
     """
 
     connect: float = 1.0
@@ -54,13 +58,16 @@ class Timeouts:
     query: float = 5.0
     retry_delay: float = 1.0
     cooldown: float = 10.0
+    query_budget: float | None = None
 
     def __post_init__(self) -> None:
         for item in fields(self):
             value = getattr(self, item.name)
+            if value is None and item.name == "query_budget":
+                continue
             if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
                 raise InputError(f"timeout {item.name!r} must be a non-negative number")
-            if item.name in ("connect", "read", "query") and value == 0:
+            if item.name in ("connect", "read", "query", "query_budget") and value == 0:
                 raise InputError(f"timeout {item.name!r} must be greater than 0")
 
     def with_options(self, options: dict[str, str]) -> Timeouts:
@@ -153,14 +160,21 @@ class RemoteService:
         with self._lock:
             if time.monotonic() < self._down_until and self._down_error is not None:
                 raise self._remembered()
+        budget = self.timeouts.query_budget if interactive else None
+        deadline = None if budget is None else time.monotonic() + budget
         try:
-            return self._attempt(path, payload, parse, interactive)
+            return self._attempt(path, payload, parse, interactive, deadline)
         except RagloomError as exc:
             if getattr(exc, "status", None) in final_statuses:
                 raise
-            time.sleep(self.timeouts.retry_delay)
+            first = exc
         try:
-            result = self._attempt(path, payload, parse, interactive)
+            if deadline is not None and deadline - time.monotonic() - self.timeouts.retry_delay < (
+                MIN_ATTEMPT
+            ):
+                raise first  # no time left for the retry within the budget
+            time.sleep(self.timeouts.retry_delay)
+            result = self._attempt(path, payload, parse, interactive, deadline)
         except RagloomError as exc:
             with self._lock:
                 self._down_until = time.monotonic() + self.timeouts.cooldown
@@ -181,10 +195,21 @@ class RemoteService:
         exc.code = error.code
         return exc
 
-    def _attempt(self, path: str, payload: Any, parse: Callable[[Any], T], interactive: bool) -> T:
+    def _attempt(
+        self,
+        path: str,
+        payload: Any,
+        parse: Callable[[Any], T],
+        interactive: bool,
+        deadline: float | None = None,
+    ) -> T:
         url = self.base_url + path
         read = self.timeouts.query if interactive else self.timeouts.read
-        timeout = httpx.Timeout(read, connect=self.timeouts.connect)
+        connect = self.timeouts.connect
+        if deadline is not None:  # the call's budget caps each wait
+            left = max(deadline - time.monotonic(), MIN_ATTEMPT)
+            read, connect = min(read, left), min(connect, left)
+        timeout = httpx.Timeout(read, connect=connect)
         try:
             response = self._client.post(url, json=payload, timeout=timeout)
         except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
@@ -195,7 +220,10 @@ class RemoteService:
         except httpx.TimeoutException:
             raise self.failed(
                 f"{self.what} at {url} did not answer within {read:g} s",
-                "raise the timeout with ?timeout=SECONDS on the spec, or check the service",
+                "raise the limit with ?query_budget=SECONDS (a search's call) or "
+                "?timeout=SECONDS (indexing) on the spec, or check the service"
+                if interactive
+                else "raise the timeout with ?timeout=SECONDS on the spec, or check the service",
             ) from None
         except httpx.HTTPError as exc:
             raise self.failed(f"request to {self.what} at {url} failed: {exc}") from None

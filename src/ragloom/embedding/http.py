@@ -1,7 +1,8 @@
 """Embedding services over HTTP: OpenAI-compatible `/v1/embeddings` and Ollama.
 
 Calls go through `ragloom.remote.RemoteService`: a connect timeout, a read timeout for batch
-calls (ingest) and a shorter one for `embed_query` (a search waits on it), one retry, then
+calls (ingest) and a budget of `QUERY_BUDGET` s in all for `embed_query` (a search waits on
+it), one retry (when the budget leaves room for it), then
 `EmbeddingOffline` (cannot connect) or `EmbedFailed` (bad status, bad body, too slow), and a
 cooldown during which calls fail at once. The dimension is never probed: it comes from the
 collection's stored config or from the service's first answer (None until then).
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -21,6 +23,20 @@ from ragloom.observe import embedding_failed
 from ragloom.remote import TIMEOUT_OPTIONS, RemoteService, Timeouts, bearer, without_v1
 
 WHAT = "the embedding service"
+# A search waits on its query's embedding: 1.5 s in all, retry included, so that a hung or
+# dead service degrades a hybrid query to its lexical leg within 2 s (a chat widget's user
+# waits about that long). Indexing keeps the longer read timeout. `?query_budget=` changes it.
+QUERY_BUDGET = 1.5
+DEFAULT_TIMEOUTS = Timeouts(query_budget=QUERY_BUDGET)
+
+
+def _query_timeouts(base: Timeouts, options: dict[str, str]) -> Timeouts:
+    """`base` with a spec's options; a `query_timeout` given without a `query_budget` lifts
+    the default budget (the user chose the waits: each try that long, as before budgets)."""
+    chosen = base.with_options(options)
+    if "query_timeout" in options and "query_budget" not in options:
+        return replace(chosen, query_budget=None)
+    return chosen
 
 
 def _matrix(vectors: Any, count: int) -> np.ndarray:
@@ -70,7 +86,7 @@ class HttpEmbedder(Embedder):
             EmbeddingOffline,
             EmbedFailed,
             WHAT,
-            (timeouts or Timeouts()).with_options(self.options),
+            _query_timeouts(timeouts or DEFAULT_TIMEOUTS, self.options),
             bearer(api_key),
         )
 
