@@ -182,6 +182,14 @@ class ReadInterrupted(StoreError):
     code = "store_unavailable"
 
 
+class ShardUnavailable(StoreError):
+    """A shard of a shard set cannot be reached: a write that needs it fails at once (nothing
+    written anywhere) and a `strict` search raises; other searches answer from the other
+    shards, marked degraded, and writes to the other shards go on."""
+
+    code = "shard_unavailable"
+
+
 class NotFound(RagloomError):
     """An unknown document or collection was named."""
 

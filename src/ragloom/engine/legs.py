@@ -15,7 +15,7 @@ from ragloom.config import CollectionConfig
 from ragloom.embedding import Embedder
 from ragloom.embedding.floors import dense_floor_of
 from ragloom.engine.embedders import Embedders, QueryVectors
-from ragloom.errors import NotFound
+from ragloom.errors import NotFound, ShardUnavailable
 from ragloom.expansion.rm3 import prf_search
 from ragloom.lexical import BM25Params, bm25_ceiling, bm25_idf
 from ragloom.retrieval.search import Leg, Ranking, SearchOptions
@@ -130,6 +130,18 @@ def note_pending(ranking: Ranking, reader: CollectionReader) -> Ranking:
             )
             ranking.degraded = True
             ranking.reason = f"{ranking.reason}; {note}" if ranking.reason else note
+    return ranking
+
+
+def note_missing(ranking: Ranking, reader: CollectionReader, strict: bool) -> Ranking:
+    """Mark a ranking made without some shards of a shard set (`strict`: raise instead)."""
+    missing = reader.missing_shards()
+    if missing:
+        note = "answered without " + "; ".join(missing)
+        if strict:
+            raise ShardUnavailable(note, "retry once the shard is back, or search without strict")
+        ranking.degraded = True
+        ranking.reason = f"{ranking.reason}; {note}" if ranking.reason else note
     return ranking
 
 

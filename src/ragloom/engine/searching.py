@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 from ragloom.context import GROUNDING_INSTRUCTION, PackedContext, pack_context
 from ragloom.engine.embedders import Embedders, QueryVectors
 from ragloom.engine.hydrate import hits_of
-from ragloom.engine.legs import Legs, collection_legs, note_pending
+from ragloom.engine.legs import Legs, collection_legs, note_missing, note_pending
 from ragloom.engine.services import SearchServices, search_services
 from ragloom.errors import InputError, ReadInterrupted
 from ragloom.retrieval.flow import Backend, FlowResult, search_flow
@@ -149,7 +149,7 @@ class Searcher:
                 legs.ceiling,
                 legs.profile,
             )
-            return note_pending(ranking, legs.reader)
+            return note_missing(note_pending(ranking, legs.reader), legs.reader, opts.strict)
 
         def controls(candidates: list[Candidate], opts: SearchOptions):
             with timed("fusion"):  # fusion's stage holds the controls after it (timing.STAGES)

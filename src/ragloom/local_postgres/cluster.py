@@ -16,6 +16,7 @@ BASE_SETTINGS = {
     "wal_level": "replica",
     "max_wal_senders": "10",
     "max_connections": "200",
+    "max_prepared_transactions": "100",  # two-phase commit across a shard set
     "fsync": "off",
     "synchronous_commit": "off",
     "full_page_writes": "off",

@@ -96,6 +96,11 @@ class CollectionReader(ABC):
     def chunk_documents(self) -> dict[int, str]:
         """Chunk row id -> document id, for the whole collection (evaluation)."""
 
+    def missing_shards(self) -> list[str]:
+        """The shards of a shard set this reader could not reach (each named, with why);
+        empty for a store of one piece."""
+        return []
+
 
 class Snapshot(ABC):
     """One committed version of the index."""

@@ -16,6 +16,8 @@ Opener = Callable[..., Store]
 BACKENDS: dict[str, str] = {  # URL scheme -> "module:function" opening such a store
     "postgresql": "ragloom.store.postgres:open_postgres",
     "postgres": "ragloom.store.postgres:open_postgres",
+    "postgresql+shards": "ragloom.store.shards:open_shards",
+    "postgres+shards": "ragloom.store.shards:open_shards",
 }
 
 

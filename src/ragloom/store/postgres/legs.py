@@ -51,18 +51,45 @@ def lexical(
     row = reader.row
     if k <= 0 or not terms or not row.chunks:
         return _NONE
+    counts = query_counts(terms, term_weights)
+    found = term_frequencies(reader, list(counts))
+    if not found:
+        return _NONE
+    names = list(found)
+    weights = [counts[t] * bm25_idf(found[t], row.chunks) for t in names]
+    return scored(reader, names, weights, row.total_length / row.chunks, k, params, where)
+
+
+def query_counts(terms: Sequence[str], term_weights: Sequence[float] | None) -> Counter[str]:
+    """How much each distinct query term counts: its repeats, or the sum of its weights."""
     counts: Counter[str] = Counter()
     for i, term in enumerate(terms):
         counts[term] += 1.0 if term_weights is None else float(term_weights[i])
+    return counts
+
+
+def term_frequencies(reader: Any, terms: Sequence[str]) -> dict[str, int]:
+    """Live chunks of this collection holding each of `terms` (terms none holds left out)."""
     found = reader.conn.execute(
         "SELECT term, df FROM term_stats WHERE collection_id = %s AND term = ANY(%s) AND df > 0",
-        (row.id, list(counts)),
+        (reader.row.id, list(terms)),
     ).fetchall()
-    if not found:
-        return _NONE
-    names = [t for t, _ in found]
-    weights = [counts[t] * bm25_idf(int(df), row.chunks) for t, df in found]
-    avgdl = row.total_length / row.chunks
+    return {t: int(df) for t, df in found}
+
+
+def scored(
+    reader: Any,
+    names: Sequence[str],
+    weights: Sequence[float],
+    avgdl: float,
+    k: int,
+    params: BM25Params,
+    where: FilterNode | None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """BM25 top k of this collection's chunks for terms whose idf x query weight is given
+    (from this collection's statistics, or a whole shard set's: the score of a chunk needs
+    only its own postings and these numbers)."""
+    row = reader.row
     condition = filter_sql(reader, where)
     join = sql.SQL("")
     if condition is not None:
@@ -97,11 +124,7 @@ def lexical(
 
 def document_frequencies(reader: Any, terms: Sequence[str]) -> tuple[dict[str, int], int]:
     """(live chunks containing each term that any contains, live chunks in all)."""
-    found = reader.conn.execute(
-        "SELECT term, df FROM term_stats WHERE collection_id = %s AND term = ANY(%s) AND df > 0",
-        (reader.row.id, list(set(terms))),
-    ).fetchall()
-    return {t: int(df) for t, df in found}, reader.row.chunks
+    return term_frequencies(reader, list(set(terms))), reader.row.chunks
 
 
 def _dimension(reader: Any) -> int | None:

@@ -253,6 +253,21 @@ class PostgresStore(Store):
             with contextlib.suppress(Exception):
                 conn.close()
 
+    # -- for a shard set (`ragloom.store.shards`), which opens and commits its own way ----
+    def open_snapshot(self, conn: psycopg.Connection) -> PostgresSnapshot:
+        """A snapshot on `conn` (from `search_connection`), newer than this process's writes."""
+        return self._fresh_enough(PostgresSnapshot.begin(self, conn))
+
+    def search_connection(self) -> psycopg.Connection:
+        return self._search_connection()
+
+    def discard(self, conn: psycopg.Connection | None) -> None:
+        self._discard(conn)
+
+    def control_connection(self) -> psycopg.Connection:
+        """A new autocommit connection to the primary (closed with the store)."""
+        return self._connect(self.where.write, autocommit=True)
+
     def collections(self) -> dict[str, CollectionInfo]:
         with self.snapshot() as snap:
             return snap.collections()

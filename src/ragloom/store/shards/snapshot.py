@@ -1,0 +1,304 @@
+"""Reading a shard set: one snapshot per reachable shard, opened together (a clean cut).
+
+BM25 uses the statistics of the whole set: live chunks, total length and each query term's
+document frequency are summed over the shards, the idf and average length computed from the
+sums exactly as one server computes them from its own, and each shard scores its chunks with
+those numbers (`ragloom.store.postgres.legs.scored`). A chunk's score needs only its own
+postings and these numbers, so it is the same float one server would give it; the set's top
+k is the merge of each shard's top k. Dense search runs on each shard's own HNSW index, the
+candidates merged by score. Filters go to every shard as SQL. Shards run in parallel.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
+from typing import Any, TypeVar
+
+import numpy as np
+
+from ragloom.config import CollectionConfig
+from ragloom.errors import NotFound
+from ragloom.filters import FilterNode
+from ragloom.lexical.bm25 import BM25Params, bm25_idf
+from ragloom.store.base import CollectionReader, Snapshot
+from ragloom.store.postgres import legs
+from ragloom.store.records import CollectionInfo, StoredChunk, StoredDocument
+from ragloom.store.shards.placement import (
+    by_shard,
+    global_row,
+    global_rows,
+    merge_top,
+    rows_by_shard,
+    shard_of,
+)
+
+T = TypeVar("T")
+_POOL = ThreadPoolExecutor(max_workers=16, thread_name_prefix="ragloom-shards")
+
+
+def fan_out(work: Callable[[int, Any], T], items: dict[int, Any]) -> dict[int, T]:
+    """`work(shard, item)` for every shard, in parallel when there are several."""
+    if len(items) < 2:
+        return {i: work(i, item) for i, item in items.items()}
+    futures = {i: _POOL.submit(work, i, item) for i, item in items.items()}
+    return {i: f.result() for i, f in futures.items()}
+
+
+class ShardedCollection(CollectionReader):
+    """One collection across the shards of a snapshot."""
+
+    def __init__(self, snapshot: ShardedSnapshot, name: str, readers: dict[int, Any]) -> None:
+        self.snapshot = snapshot
+        self.readers = readers  # shard -> PostgresCollection
+        first = readers[min(readers)]
+        self.info = CollectionInfo(first.info.id, name, first.info.config)
+        self.config = CollectionConfig.from_dict(first.info.config)
+        self.chunks = sum(r.row.chunks for r in readers.values())
+        self.total_length = sum(r.row.total_length for r in readers.values())
+
+    def missing_shards(self) -> list[str]:
+        return list(self.snapshot.missing.values())
+
+    # -- legs -------------------------------------------------------------------------
+    def lexical(
+        self,
+        terms: Sequence[str],
+        k: int,
+        params: BM25Params,
+        where: FilterNode | None = None,
+        where_key: str | None = None,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        return self._lexical(terms, None, k, params, where)
+
+    def lexical_weighted(
+        self,
+        terms: Sequence[str],
+        weights: Sequence[float],
+        k: int,
+        params: BM25Params,
+        where: FilterNode | None = None,
+        where_key: str | None = None,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        return self._lexical(terms, weights, k, params, where)
+
+    def _lexical(
+        self,
+        terms: Sequence[str],
+        term_weights: Sequence[float] | None,
+        k: int,
+        params: BM25Params,
+        where: FilterNode | None,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        empty = (np.zeros(0, np.int64), np.zeros(0, np.float64))
+        if k <= 0 or not terms or not self.chunks:
+            return empty
+        counts = legs.query_counts(terms, term_weights)
+        frequencies = self.frequencies(list(counts))
+        if not frequencies:
+            return empty
+        names = [t for t in counts if t in frequencies]
+        weights = [counts[t] * bm25_idf(frequencies[t], self.chunks) for t in names]
+        avgdl = self.total_length / self.chunks
+
+        def score(i: int, reader: Any) -> tuple[np.ndarray, np.ndarray]:
+            if not reader.row.chunks:
+                return empty
+            rows, scores = legs.scored(reader, names, weights, avgdl, k, params, where)
+            return global_rows(rows, i), scores
+
+        return merge_top(list(fan_out(score, self.readers).values()), k)
+
+    def frequencies(self, terms: Sequence[str]) -> dict[str, int]:
+        """Each term's live chunks summed over the shards (terms none holds left out)."""
+        found: dict[str, int] = {}
+        for part in fan_out(lambda i, r: legs.term_frequencies(r, terms), self.readers).values():
+            for term, df in part.items():
+                found[term] = found.get(term, 0) + df
+        return found
+
+    def document_frequencies(self, terms: Sequence[str]) -> tuple[dict[str, int], int]:
+        return self.frequencies(list(set(terms))), self.chunks
+
+    def dense(
+        self,
+        vector: np.ndarray,
+        k: int,
+        where: FilterNode | None = None,
+        where_key: str | None = None,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        def search(i: int, reader: Any) -> tuple[np.ndarray, np.ndarray]:
+            rows, scores = legs.dense(reader, vector, k, where)
+            return global_rows(rows, i), scores
+
+        rows, scores = merge_top(list(fan_out(search, self.readers).values()), k)
+        return rows, scores.astype(np.float32)
+
+    # -- lookups ----------------------------------------------------------------------
+    def metadata(self, rows: Sequence[int]) -> dict[int, dict[str, Any]]:
+        out: dict[int, dict[str, Any]] = {}
+        for i, local in rows_by_shard(rows).items():
+            if i in self.readers:
+                found = self.readers[i].metadata(local)
+                out.update((global_row(r, i), m) for r, m in found.items())
+        return out
+
+    def vectors(self, rows: Sequence[int]) -> np.ndarray:
+        dimension = int((self.info.config.get("embedding") or {}).get("dimension") or 0)
+        out = np.zeros((len(rows), dimension), np.float32)
+        position = {int(r): n for n, r in enumerate(rows)}
+        for i, local in rows_by_shard(rows).items():
+            if i in self.readers:
+                found = self.readers[i].vectors(local)
+                if found.shape[1] == dimension:
+                    out[[position[global_row(r, i)] for r in local]] = found
+        return out
+
+    def counts(self) -> dict[str, Any]:
+        parts = [r.counts() for r in self.readers.values()]
+        terms: set[str] = set()
+        for reader in self.readers.values():
+            terms.update(
+                t
+                for (t,) in reader.conn.execute(
+                    "SELECT term FROM term_stats WHERE collection_id = %s AND df > 0",
+                    (reader.row.id,),
+                )
+            )
+        out = {key: sum(p[key] for p in parts) for key in ("documents", "chunks", "vectors")}
+        out["pending"] = sum(p["pending"] for p in parts)
+        out["terms"] = len(terms)
+        out["avg_chunk_terms"] = round(self.total_length / self.chunks, 2) if self.chunks else 0.0
+        return out
+
+    def size(self) -> int:
+        return self.chunks
+
+    def pending(self) -> int:
+        return sum(r.pending() for r in self.readers.values())
+
+    def chunk_documents(self) -> dict[int, str]:
+        out: dict[int, str] = {}
+        for i, reader in self.readers.items():
+            out.update((global_row(r, i), d) for r, d in reader.chunk_documents().items())
+        return out
+
+
+class ShardedSnapshot(Snapshot):
+    """A snapshot of every reachable shard, taken as one cut."""
+
+    def __init__(self, store: Any, parts: dict[int, Any], missing: dict[int, str]) -> None:
+        self.store = store
+        self.parts = parts  # shard -> PostgresSnapshot
+        self.missing = missing  # shard -> why it is left out
+        self.generation = sum(p.generation for p in parts.values())
+        self._readers: dict[str, ShardedCollection] = {}
+
+    def _home(self, doc_id: str) -> Any | None:
+        """The snapshot of the shard holding `doc_id` (None when it is down)."""
+        return self.parts.get(shard_of(doc_id, self.store.count))
+
+    def _groups(self, doc_ids: Sequence[str]) -> dict[int, list[str]]:
+        groups = by_shard(doc_ids, self.store.count)
+        return {i: ids for i, ids in groups.items() if i in self.parts}
+
+    def collections(self) -> dict[str, CollectionInfo]:
+        out: dict[str, CollectionInfo] = {}
+        for i in sorted(self.parts):
+            for name, info in self.parts[i].collections().items():
+                out.setdefault(name, info)
+        return out
+
+    def collection(self, name: str) -> ShardedCollection:
+        reader = self._readers.get(name)
+        if reader is None:
+            readers = {i: p.collection(name) for i, p in self.parts.items() if name in p.rows}
+            if not readers:
+                raise NotFound(
+                    f"no collection {name!r} in {self.store.location}",
+                    f"known collections: {', '.join(sorted(self.collections())) or 'none yet'}",
+                )
+            reader = self._readers[name] = ShardedCollection(self, name, readers)
+        return reader
+
+    def content_hashes(self, collection: str, doc_ids: Sequence[str]) -> dict[str, str]:
+        out: dict[str, str] = {}
+        for i, ids in self._groups(doc_ids).items():
+            out.update(self.parts[i].content_hashes(collection, ids))
+        return out
+
+    def file_ids_by_source(self, collection: str, sources: Sequence[str]) -> dict[str, list[str]]:
+        out: dict[str, list[str]] = {}
+        for part in self.parts.values():
+            for source, ids in part.file_ids_by_source(collection, sources).items():
+                out.setdefault(source, []).extend(ids)
+        return out
+
+    def sources_of(self, collection: str, doc_ids: Sequence[str]) -> dict[str, str | None]:
+        out: dict[str, str | None] = {}
+        for i, ids in self._groups(doc_ids).items():
+            out.update(self.parts[i].sources_of(collection, ids))
+        return out
+
+    def document_vectors(
+        self, collection: CollectionInfo, doc_ids: Sequence[str], wanted: set[bytes]
+    ) -> dict[bytes, np.ndarray]:
+        out: dict[bytes, np.ndarray] = {}
+        for i, ids in self._groups(doc_ids).items():
+            part = self.parts[i]
+            if collection.name in part.rows:
+                local = part.collections()[collection.name]
+                out.update(part.document_vectors(local, ids, wanted))
+        return out
+
+    def cached_vectors(self, model: str, hashes: Sequence[bytes]) -> dict[bytes, np.ndarray]:
+        out: dict[bytes, np.ndarray] = {}
+        for part in self.parts.values():
+            rest = [h for h in hashes if h not in out]
+            if rest:
+                out.update(part.cached_vectors(model, rest))
+        return out
+
+    def chunk_counts(self, collection: str, doc_ids: Sequence[str]) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for i, ids in self._groups(doc_ids).items():
+            out.update(self.parts[i].chunk_counts(collection, ids))
+        return out
+
+    def chunks(self, rows: Sequence[int]) -> dict[int, StoredChunk]:
+        out: dict[int, StoredChunk] = {}
+        for i, local in rows_by_shard(rows).items():
+            if i in self.parts:
+                for r, chunk in self.parts[i].chunks(local).items():
+                    row = global_row(r, i)
+                    out[row] = replace(chunk, row_id=row)
+        return out
+
+    def document_text(self, collection: str, doc_id: str) -> str:
+        home = self._home(doc_id)
+        if home is None:
+            down = self.missing.get(shard_of(doc_id, self.store.count), "its shard is down")
+            raise NotFound(f"no document {doc_id!r} in collection {collection!r} ({down})")
+        return home.document_text(collection, doc_id)
+
+    def documents(
+        self, collection: str | None, offset: int = 0, limit: int = 100
+    ) -> list[StoredDocument]:
+        if collection is not None and collection not in self.collections():
+            raise NotFound(f"no collection {collection!r} in {self.store.location}")
+        pages: list[StoredDocument] = []
+        for part in self.parts.values():
+            if collection is None or collection in part.rows:
+                pages.extend(part.documents(collection, 0, offset + limit))
+        pages.sort(key=lambda d: (d.collection, d.doc_id))
+        return pages[offset : offset + limit]
+
+    def document_counts(self) -> dict[str, dict[str, int]]:
+        out: dict[str, dict[str, int]] = {}
+        for part in self.parts.values():
+            for name, counts in part.document_counts().items():
+                mine = out.setdefault(name, {"documents": 0, "chunks": 0})
+                mine["documents"] += counts["documents"]
+                mine["chunks"] += counts["chunks"]
+        return dict(sorted(out.items()))

@@ -1,0 +1,268 @@
+"""A collection sharded across PostgreSQL servers, behind the same store seam as one server.
+
+Each shard is an ordinary ragloom PostgreSQL store (`PostgresStore`: its own schema, postings,
+statistics and HNSW index, its own replicas); this store routes between them. Documents are
+placed by a hash of their id (`placement`); a write touching several shards commits with
+two-phase commit (`commit`); a search opens one snapshot per shard under the shards' commit
+locks, so it sees a multi-shard write whole or not at all, and ranks with the statistics of
+the whole set (`snapshot`), so rankings equal one server's.
+
+A shard that cannot be reached is left out of searches, which then say so (degraded, naming
+it; `strict` raises `ShardUnavailable`); writes to it fail at once with `ShardUnavailable`,
+while writes to the other shards go on.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import psycopg
+
+from ragloom.errors import ReadInterrupted, ShardUnavailable, StoreError
+from ragloom.store.base import Store
+from ragloom.store.postgres import PostgresStore
+from ragloom.store.postgres.errors import from_psycopg
+from ragloom.store.records import CollectionInfo
+from ragloom.store.shards import commit
+from ragloom.store.shards.snapshot import ShardedSnapshot
+from ragloom.store.shards.url import ShardSet, parse_shard_set
+from ragloom.store.shards.write import ShardedWrite
+
+RETRY_AFTER = 1.0  # seconds a shard found down is skipped before it is tried again
+BEGIN_ATTEMPTS = 3  # snapshots opened again after resolving orphaned prepared transactions
+
+
+class ShardedStore(Store):
+    """A ragloom index spread over the shards of a `postgresql+shards://` URL."""
+
+    def __init__(self, url: str, create: bool = True, read_only: bool = False) -> None:
+        self.set: ShardSet = parse_shard_set(url)
+        self.location = self.set.shown
+        self.read_only = read_only
+        self._create = create
+        self._shards: list[PostgresStore | None] = [None] * len(self.set.shards)
+        self._down: dict[int, tuple[float, str]] = {}  # shard -> (since, why)
+        self._open_lock = threading.Lock()
+        self._controls: dict[int, psycopg.Connection] = {}
+        self._local = threading.local()
+        self.schema = ""
+        errors = []
+        for i in range(len(self.set.shards)):
+            try:
+                self.shard(i)
+            except ShardUnavailable as exc:
+                errors.append(exc)
+        if len(errors) == len(self.set.shards):
+            raise errors[0]
+        for i in range(len(self.set.shards)):  # writers that died between the two phases
+            if self._shards[i] is not None and not read_only:
+                with contextlib.suppress(StoreError, psycopg.Error):
+                    self.resolve(i)
+
+    @property
+    def count(self) -> int:
+        return len(self.set.shards)
+
+    # -- shards -----------------------------------------------------------------------
+    def shard(self, i: int) -> PostgresStore:
+        """Shard `i`'s store, opened on first use; `ShardUnavailable` when it is down."""
+        store = self._shards[i]
+        if store is not None:
+            return store
+        with self._open_lock:
+            if self._shards[i] is not None:
+                return self._shards[i]  # type: ignore[return-value]
+            since, why = self._down.get(i, (0.0, ""))
+            if time.monotonic() - since < RETRY_AFTER:
+                raise ShardUnavailable(f"{self.set.label(i)} is down ({why})", self.hint)
+            try:
+                store = PostgresStore(self.set.shards[i], self._create, self.read_only)
+            except StoreError as exc:
+                self._down[i] = (time.monotonic(), exc.message)
+                raise ShardUnavailable(
+                    f"{self.set.label(i)} is down ({exc.message})", self.hint
+                ) from None
+            if self.schema and store.schema != self.schema:
+                store.close()
+                raise StoreError(f"every shard of {self.location} must use one schema name")
+            self.schema = store.schema
+            self._down.pop(i, None)
+            self._shards[i] = store
+            return store
+
+    hint = "the other shards keep working; start the shard's server again, then retry"
+
+    def down(self, i: int, why: str) -> None:
+        """Note that shard `i` failed (searches skip it for `RETRY_AFTER` seconds)."""
+        self._down[i] = (time.monotonic(), why)
+
+    def control(self, i: int) -> psycopg.Connection:
+        """An autocommit connection to shard `i`'s primary for commit locks and COMMIT
+        PREPARED (used only while holding the shard's write lock)."""
+        conn = self._controls.get(i)
+        if conn is None or conn.closed or conn.broken:
+            conn = self._controls[i] = self.shard(i).control_connection()
+        return conn
+
+    def resolve(self, i: int) -> list[str]:
+        """Finish shard `i`'s orphaned prepared transactions (`commit.resolve`)."""
+        opened: dict[int, psycopg.Connection] = {}
+
+        def connect(j: int) -> Any:
+            def get() -> psycopg.Connection:
+                if j not in opened:
+                    opened[j] = self.shard(j).control_connection()
+                return opened[j]
+
+            return get
+
+        try:
+            return commit.resolve(self.schema, {j: connect(j) for j in range(self.count)}, i)
+        finally:
+            for conn in opened.values():
+                with contextlib.suppress(Exception):
+                    conn.close()
+
+    # -- reading ----------------------------------------------------------------------
+    @contextlib.contextmanager
+    def snapshot(self) -> Iterator[ShardedSnapshot]:
+        """One snapshot per reachable shard, taken under the commit locks (a clean cut)."""
+        current = getattr(self._local, "snapshot", None)
+        if current is not None:
+            yield current
+            return
+        snap = self._begin()
+        self._local.snapshot = snap
+        try:
+            yield snap
+        except psycopg.Error as exc:
+            for i, part in snap.parts.items():
+                if part.conn.broken or part.conn.closed:
+                    self.down(i, "its connection broke during a search")
+                    self.shard(i).discard(part.conn)
+            if isinstance(exc, psycopg.OperationalError):
+                raise ReadInterrupted(
+                    f"{self.location}: a shard went away during a search", "retry"
+                ) from None
+            raise from_psycopg(exc, self.location) from None
+        finally:
+            self._local.snapshot = None
+            for part in snap.parts.values():
+                if not part.conn.closed and not part.conn.broken:
+                    with contextlib.suppress(psycopg.Error):
+                        part.conn.execute("COMMIT")
+
+    def _begin(self) -> ShardedSnapshot:
+        for attempt in range(BEGIN_ATTEMPTS):
+            parts, missing, orphans = self._open_parts()
+            if not orphans or attempt == BEGIN_ATTEMPTS - 1:
+                return ShardedSnapshot(self, parts, missing)
+            for part in parts.values():
+                with contextlib.suppress(psycopg.Error):
+                    part.conn.execute("COMMIT")
+            for i in orphans:
+                with contextlib.suppress(StoreError, psycopg.Error):
+                    self.resolve(i)
+        raise AssertionError("unreachable")
+
+    def _open_parts(self) -> tuple[dict[int, Any], dict[int, str], list[int]]:
+        """Each shard's snapshot, opened in shard order while holding its commit lock in
+        shared mode; the locks are released once every snapshot is open."""
+        parts: dict[int, Any] = {}
+        missing: dict[int, str] = {}
+        orphans: list[int] = []
+        locked: list[psycopg.Connection] = []
+        try:
+            for i in range(self.count):
+                for attempt in (0, 1):  # a connection found dead is replaced once
+                    conn = None
+                    try:
+                        shard = self.shard(i)
+                        conn = shard.search_connection()
+                        if commit.shared_lock_and_orphans(conn, self.schema):
+                            orphans.append(i)
+                        locked.append(conn)
+                        parts[i] = shard.open_snapshot(conn)
+                        break
+                    except ShardUnavailable as exc:
+                        missing[i] = exc.message
+                        break
+                    except (psycopg.Error, StoreError) as exc:
+                        if conn is not None:
+                            if conn in locked:
+                                locked.remove(conn)
+                            self.shard(i).discard(conn)
+                        if attempt:
+                            why = str(exc).strip().splitlines()[0] if str(exc).strip() else "down"
+                            self.down(i, why)
+                            missing[i] = f"{self.set.label(i)} is down ({why})"
+        finally:
+            for conn in locked:
+                with contextlib.suppress(psycopg.Error):
+                    commit.shared_unlock(conn, self.schema)
+        return parts, missing, orphans
+
+    def collections(self) -> dict[str, CollectionInfo]:
+        with self.snapshot() as snap:
+            return snap.collections()
+
+    # -- writing ----------------------------------------------------------------------
+    @contextlib.contextmanager
+    def write(self) -> Iterator[ShardedWrite]:
+        """One atomic write: on one shard an ordinary transaction, on several two-phase."""
+        write = ShardedWrite(self)
+        try:
+            yield write
+            write.commit()
+        except BaseException:
+            write.abort()
+            raise
+
+    # -- the rest of the seam ---------------------------------------------------------
+    def pending(self, collection: CollectionInfo, limit: int) -> list[tuple[int, str | None, str]]:
+        from ragloom.store.shards.fanout import pending
+
+        return pending(self, collection, limit)
+
+    def chunk_texts(self, collection: CollectionInfo) -> list[tuple[int, str | None, str]]:
+        from ragloom.store.shards.fanout import chunk_texts
+
+        return chunk_texts(self, collection)
+
+    def export(self, collection: str, batch: int = 200):
+        from ragloom.store.shards.fanout import export
+
+        return export(self, collection, batch)
+
+    def check(self) -> list[str]:
+        from ragloom.store.shards.fanout import check
+
+        return check(self)
+
+    def shard_status(self) -> list[dict[str, Any]]:
+        """Each shard: reachable or not, its documents and chunks, its replicas."""
+        from ragloom.store.shards.fanout import shard_status
+
+        return shard_status(self)
+
+    def maintain(self, wait: bool = True) -> None:
+        for i in range(self.count):
+            self.shard(i).maintain(wait)
+
+    def close(self) -> None:
+        for conn in self._controls.values():
+            with contextlib.suppress(Exception):
+                conn.close()
+        self._controls.clear()
+        for store in self._shards:
+            if store is not None:
+                store.close()
+
+
+def open_shards(url: str, create: bool = True, read_only: bool = False) -> ShardedStore:
+    """`open_store`'s entry point for postgresql+shards:// URLs."""
+    return ShardedStore(url, create=create, read_only=read_only)

@@ -1,0 +1,267 @@
+"""A collection sharded across three real PostgreSQL servers (started here): one URL names
+the set, documents sit on the shard their id hashes to, BM25 uses the whole set's statistics
+(rankings and scores equal the embedded store's), dense merges each shard's candidates,
+filters run on every shard, and a write across shards is seen whole or not at all."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from ragloom import Document, Index
+from ragloom.errors import InputError
+from ragloom.filters import parse_filter
+from ragloom.lexical import BM25Params
+from ragloom.retrieval.search import SearchOptions
+from ragloom.store.open import open_store
+from ragloom.store.records import NewChunk, NewDocument
+from ragloom.store.shards.placement import MAX_SHARDS, jump, shard_of, split_row
+from ragloom.store.shards.url import parse_shard_set
+
+from .shard_set import start_shards
+from .test_postgres import _vector_documents
+
+WORDS = [
+    "basalt",
+    "cliff",
+    "harbour",
+    "river",
+    "stone",
+    "meadow",
+    "granite",
+    "lantern",
+    "willow",
+    "copper",
+]
+
+
+def corpus(n: int, seed: int = 0) -> list[Document]:
+    rng = np.random.default_rng(seed)
+    docs = []
+    for i in range(n):
+        words = rng.choice(WORDS, size=int(rng.integers(3, 12))).tolist()
+        docs.append(Document(f"doc{i}", " ".join(words), metadata={"group": i % 4}))
+    return docs
+
+
+def ranked(
+    index: Index, query: str, where: dict | None, k: int = 10
+) -> tuple[np.ndarray, np.ndarray]:
+    """The lexical top k (document numbers, scores) of a query under a filter: documents
+    are one chunk each here, and row ids differ between stores."""
+    options = SearchOptions(top_k=k, mode="lexical", filters=where)
+    candidates = index.rank(query, options, "default").candidates
+    owner = index.chunk_documents("default")
+    rows = np.array([int(owner[c.row_id][3:]) for c in candidates], np.int64)
+    return rows, np.array([c.score for c in candidates], np.float64)
+
+
+def same_ranking(one: Index, other: Index, query: str, where: dict | None) -> None:
+    """The same scores rank by rank (to 1e-9), the same documents at every score above the
+    last one, and those at the last one tie with it in the reference too."""
+    (docs_a, scores_a), (docs_b, scores_b) = ranked(one, query, where), ranked(other, query, where)
+    assert np.allclose(scores_a, scores_b, rtol=1e-9, atol=0)
+    if not len(scores_a):
+        return
+    for score in np.unique(scores_a)[1:]:
+        assert set(docs_a[np.isclose(scores_a, score, rtol=1e-9)]) == set(
+            docs_b[np.isclose(scores_b, score, rtol=1e-9)]
+        )
+    wide = dict(zip(*ranked(one, query, where, 200)))
+    assert all(np.isclose(wide[d], s, rtol=1e-9) for d, s in zip(docs_b, scores_b))
+
+
+@pytest.fixture(scope="module")
+def servers():
+    started = start_shards(3)
+    yield started
+    started.stop()
+
+
+def test_placement_is_stable_and_moves_little_when_the_set_grows() -> None:
+    ids = [f"doc{i}" for i in range(3000)]
+    three = [shard_of(d, 3) for d in ids]
+    assert three == [shard_of(d, 3) for d in ids]  # the same in every call and process
+    counts = np.bincount(three, minlength=3)
+    assert counts.min() > 850  # about a third each
+    four = [shard_of(d, 4) for d in ids]
+    moved = [(a, b) for a, b in zip(three, four) if a != b]
+    assert all(b == 3 for _, b in moved)  # only onto the new shard
+    assert 600 < len(moved) < 900  # about a quarter
+    assert jump(12345, 1) == 0
+    assert split_row(17 * MAX_SHARDS + 2) == (2, 17)
+
+
+def test_the_url_names_each_shard_with_its_own_hosts_and_options() -> None:
+    parsed = parse_shard_set("postgresql+shards://u:pw@a:1/db?schema=x;u@b:2,c:3/db?schema=x")
+    assert parsed.shards == (
+        "postgresql://u:pw@a:1/db?schema=x",
+        "postgresql://u@b:2,c:3/db?schema=x",
+    )
+    assert "pw" not in parsed.shown and "b:2,c:3" in parsed.shown
+    with pytest.raises(InputError):
+        parse_shard_set("postgresql+shards://u@a/db;;u@b/db")
+
+
+def test_rankings_scores_and_filters_equal_the_embedded_store(tmp_path, servers) -> None:
+    docs = corpus(600)
+    url = servers.url()
+    with Index(tmp_path / "one.db", embedder=None) as one, Index(url, embedder=None) as sharded:
+        for index in (one, sharded):
+            index.add(docs)
+            for doc in docs[:60:3]:
+                index.delete(doc.id)
+            index.add(
+                [Document(d.id, d.text + " granite", metadata=d.metadata) for d in docs[1:90:3]]
+            )
+        store = sharded.store
+        assert store.check() == []
+        for i in range(3):  # every shard holds part of it, each document on its own shard
+            with store.shard(i).snapshot() as snap:
+                held = {d for (d,) in snap.conn.execute("SELECT doc_id FROM documents")}
+            assert held and all(shard_of(d, 3) == i for d in held)
+        assert one.stats()["chunks"] == sharded.stats()["chunks"]
+        assert (
+            one.stats()["collections"]["default"]["terms"]
+            == sharded.stats()["collections"]["default"]["terms"]
+        )
+        queries = [" ".join(WORDS[i : i + n]) for i in range(8) for n in (1, 2, 3)]
+        for query in queries:
+            for where, groups in (
+                (None, {0, 1, 2, 3}),
+                ({"group": 1}, {1}),
+                ({"group": {"$in": [0, 3]}}, {0, 3}),
+            ):
+                same_ranking(one, sharded, query, where)
+                hits_a = one.search(query, top_k=10, mode="lexical", filters=where)
+                hits_b = sharded.search(query, top_k=10, mode="lexical", filters=where)
+                assert [round(h.score, 9) for h in hits_a] == [round(h.score, 9) for h in hits_b]
+                assert not hits_b.degraded
+                assert {h.metadata["group"] for h in hits_b} <= groups
+        assert sharded.document_text("doc70") == one.document_text("doc70")
+        assert {d.doc_id for d in sharded.documents(limit=1000)} == {
+            d.doc_id for d in one.documents(limit=1000)
+        }
+
+
+def new_doc(doc_id: str, text: str) -> NewDocument:
+    chunk = NewChunk(0, text, 0, len(text), {}, text.split())
+    return NewDocument(Document(doc_id, text), f"h-{doc_id}-{text}", [chunk])
+
+
+def ids_on(home: int, count: int, n: int, prefix: str = "x") -> list[str]:
+    """`n` document ids that live on shard `home` of `count`."""
+    found, i = [], 0
+    while len(found) < n:
+        if shard_of(f"{prefix}{i}", count) == home:
+            found.append(f"{prefix}{i}")
+        i += 1
+    return found
+
+
+def test_dense_merges_every_shards_candidates_and_filters_run_on_each(servers) -> None:
+    store = open_store(servers.url())
+    try:
+        docs, vectors = _vector_documents(900, 16)
+        with store.write() as write:
+            info = write.ensure_collection("v", {"embedding": {"model": "test", "dimension": 16}})
+            rows = write.put(info, docs).rows
+        assert sorted({split_row(r)[0] for r in rows}) == [0, 1, 2]
+        rng = np.random.default_rng(3)
+        bucket = np.array([i % 1000 for i in range(900)])
+        with store.snapshot() as snap:
+            reader = snap.collection("v")
+            owner = reader.chunk_documents()
+            for _ in range(20):
+                query = vectors[rng.integers(900)] + 0.2 * rng.normal(size=16).astype(np.float32)
+                got, scores = reader.dense(query, 10)
+                want = np.argsort(-(vectors @ query), kind="stable")[:10]
+                assert [owner[r] for r in got] == [f"d{i}" for i in want]
+                assert np.allclose(scores, (vectors @ query)[want], atol=1e-5)
+                node = parse_filter({"bucket": {"$lt": 50}})
+                got, _ = reader.dense(query, 5, node)
+                allowed = np.flatnonzero(bucket < 50)
+                want = allowed[np.argsort(-(vectors[allowed] @ query), kind="stable")[:5]]
+                assert [owner[r] for r in got] == [f"d{i}" for i in want]
+            assert reader.vectors(got).shape == (5, 16)
+            assert np.allclose(reader.vectors(got), vectors[want])
+    finally:
+        store.close()
+
+
+def test_a_write_across_shards_is_seen_whole_or_not_at_all(servers) -> None:
+    url = servers.url()
+    ids = [f"tide{i}" for i in range(30)]
+    assert len({shard_of(d, 3) for d in ids}) == 3
+    with Index(url, embedder=None) as index:
+        index.add([Document(d, "tide version0") for d in ids])
+        stop, seen, bad = threading.Event(), [], []
+
+        def search() -> None:
+            with Index(url, embedder=None) as reader:
+                while not stop.is_set():
+                    hits = reader.search("tide", top_k=50, mode="lexical")
+                    versions = {h.text.split()[1] for h in hits}
+                    seen.append(len(versions))
+                    if len(hits) != 30 or len(versions) != 1:
+                        bad.append((len(hits), sorted(versions)))
+
+        threads = [threading.Thread(target=search) for _ in range(3)]
+        for t in threads:
+            t.start()
+        for n in range(1, 41):
+            index.add([Document(d, f"tide version{n}") for d in ids])
+        stop.set()
+        for t in threads:
+            t.join()
+        assert len(seen) > 20 and bad == []
+        assert {h.text for h in index.search("tide", top_k=50)} == {"tide version40"}
+
+
+def test_a_failed_write_leaves_every_shard_as_it_was(servers) -> None:
+    store = open_store(servers.url())
+    try:
+        with store.write() as write:
+            info = write.ensure_collection("c", {})
+        with pytest.raises(RuntimeError), store.write() as write:
+            write.put(info, [new_doc(d, "lost words") for d in ids_on(0, 3, 2)])
+            write.put(info, [new_doc(d, "lost words") for d in ids_on(2, 3, 2)])
+            raise RuntimeError("the caller failed midway")
+        with store.snapshot() as snap:
+            assert snap.document_counts()["c"]["documents"] == 0
+            assert snap.collection("c").lexical(["lost"], 10, BM25Params())[0].size == 0
+        assert store.check() == []
+    finally:
+        store.close()
+
+
+def test_writes_to_different_shards_do_not_wait_for_each_other(servers) -> None:
+    store = open_store(servers.url())
+    try:
+        with store.write() as write:
+            info = write.ensure_collection("c", {})
+        holding, release = threading.Event(), threading.Event()
+
+        def slow_writer() -> None:
+            with store.write() as write:
+                write.put(info, [new_doc(ids_on(0, 3, 1)[0], "slow words")])
+                holding.set()
+                release.wait(10)
+
+        thread = threading.Thread(target=slow_writer)
+        thread.start()
+        assert holding.wait(10)
+        started = time.monotonic()
+        with store.write() as write:  # shard 1 only: does not wait for shard 0's writer
+            write.put(info, [new_doc(ids_on(1, 3, 1)[0], "quick words")])
+        took = time.monotonic() - started
+        release.set()
+        thread.join()
+        assert took < 2.0
+        with store.snapshot() as snap:
+            assert snap.document_counts()["c"]["documents"] == 2
+    finally:
+        store.close()
