@@ -737,6 +737,20 @@ def stats(ctx: click.Context, as_json: bool, list_documents: bool) -> None:
                 "" if server["reachable"] else escape(server.get("error", "unreachable")),
             )
         out.print(servers)
+    if "shards" in data:
+        shards = Table(title="shards")
+        for column in ("shard", "location", "documents", "chunks", "note"):
+            shards.add_column(column)
+        for shard in data["shards"]:
+            held = shard.get("collections", {}).values()
+            shards.add_row(
+                str(shard["shard"]),
+                escape(shard["location"]),
+                str(sum(c["documents"] for c in held)) if shard["reachable"] else "-",
+                str(sum(c["chunks"] for c in held)) if shard["reachable"] else "-",
+                "" if shard["reachable"] else escape(shard.get("error", "unreachable")),
+            )
+        out.print(shards)
     for d in docs:
         out.print(f"{d.collection}  {d.doc_id}  ({d.chunks} chunks)  {d.source or ''}")
 

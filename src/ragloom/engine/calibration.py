@@ -135,6 +135,8 @@ def calibrate(
             config = reader.config
             if not (force or needs_profile(config, reader.size())):
                 continue
+            if reader.missing_shards():  # a profile of part of the collection waits
+                continue
             embedder = models.for_collection(name, config.embedding, True)
             if embedder is None:
                 continue

@@ -76,4 +76,7 @@ def index_stats(store: Store, path: Any) -> dict[str, Any]:
     servers = store.replication()
     if servers is not None:
         out["replicas"] = servers
+    shards = store.shard_status()
+    if shards is not None:
+        out["shards"] = shards
     return out

@@ -81,6 +81,7 @@ STATUS_BY_CODE: dict[str, int] = {
     "store_unavailable": 503,
     "storage_error": 503,
     "read_only": 503,
+    "shard_unavailable": 503,
     "storage_full": 507,
     "offline": 503,
     "model_unavailable": 503,

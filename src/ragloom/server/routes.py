@@ -334,8 +334,9 @@ def build_router(
                 chunks=data["chunks"],
                 pending=data["pending"],
             )
-            if "replicas" in data:
-                status["replicas"] = data["replicas"]
+            for part in ("replicas", "shards"):
+                if part in data:
+                    status[part] = data[part]
         body = {"ok": error is None, "version": __version__, "index": status}
         return JSONResponse(body, status_code=status_code)
 

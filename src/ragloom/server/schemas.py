@@ -511,6 +511,9 @@ class IndexStatus(BaseModel):
     replicas: list[dict[str, Any]] | None = Field(
         None, description="A replicated store's servers: role, reachability, replay lag."
     )
+    shards: list[dict[str, Any]] | None = Field(
+        None, description="A shard set's shards: reachable or not, documents, replicas."
+    )
     error: str | None = None
 
 

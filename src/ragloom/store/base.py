@@ -295,6 +295,11 @@ class Store(ABC):
         store is not replicated."""
         return None
 
+    def shard_status(self) -> list[dict[str, Any]] | None:
+        """Each shard of a shard set: reachable or not, its documents, its replicas; None
+        when the store is not sharded."""
+        return None
+
     def maintain(self, wait: bool = True) -> None:  # noqa: B027 (optional hook)
         """Run pending background work (flushes, merges) now; a no-op where there is none."""
 
