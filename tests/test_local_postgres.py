@@ -90,6 +90,28 @@ def test_standbys_are_kept_across_restarts_and_fewer_are_refused(folder: Path) -
     assert state == ("streaming",)
 
 
+def test_shards_start_a_shard_set_that_restarts_on_its_ports(folder: Path) -> None:
+    from ragloom import Document, Index
+
+    url = launcher(str(folder), "--shards", "2", "--standbys", "1").stdout.strip()
+    assert url.startswith("postgresql+shards://") and url.count(";") == 1
+    assert url.count(",") == 2  # each shard: its primary and its standby
+    with Index(url, embedder=None) as index:
+        index.add([Document(f"d{i}", f"shard launcher words {i}") for i in range(20)])
+        assert len(index.search("launcher", top_k=50)) == 20
+        assert [s["reachable"] for s in index.stats()["shards"]] == [True, True]
+    names = [
+        s["name"] for s in json.loads(launcher("status", str(folder), "--json").stdout)["servers"]
+    ]
+    assert names == ["shard0/primary", "shard0/standby1", "shard1/primary", "shard1/standby1"]
+    fewer = launcher(str(folder), "--shards", "1")
+    assert fewer.returncode != 0 and "as shards" in fewer.stderr
+    launcher("stop", str(folder))
+    assert launcher(str(folder)).stdout.strip() == url
+    with Index(url, embedder=None) as index:
+        assert len(index.search("launcher", top_k=50)) == 20
+
+
 def test_stop_and_status_of_a_folder_without_servers_say_so(tmp_path: Path) -> None:
     for command in ("stop", "status"):
         run = launcher(command, str(tmp_path / "nothing"))

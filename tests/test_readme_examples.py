@@ -151,6 +151,36 @@ def test_the_postgres_commands_run_twice_in_a_row(tmp_path: Path) -> None:
             )
 
 
+@pytest.mark.slow  # six servers (three shards, a standby each) and the docs indexed
+def test_the_shard_set_commands_run_twice_in_a_row(tmp_path: Path) -> None:
+    section = block("### A shard set").strip()
+    try:
+        for _ in range(2):
+            done = subprocess.run(
+                ["bash", "-ec", section],
+                cwd=ROOT,
+                env=environment(RAGLOOM_INDEX=str(tmp_path / "unused.db")),
+                capture_output=True,
+                text=True,
+                timeout=600,
+            )
+            assert done.returncode == 0, f"{section}\n{done.stdout}\n{done.stderr}"
+            assert "Traceback" not in done.stderr and "shards" in done.stdout
+    finally:
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "ragloom.local_postgres",
+                "stop",
+                "/tmp/ragloom-shards",
+                "--remove",
+            ],
+            capture_output=True,
+            timeout=120,
+        )
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("command", SLOW)
 def test_eval_and_tune_examples_run_as_written(tmp_path: Path, command: str) -> None:

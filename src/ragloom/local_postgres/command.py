@@ -25,9 +25,14 @@ def postgres() -> None:
 @click.argument("folder", type=click.Path(file_okay=False))
 @click.option("--standbys", type=click.IntRange(min=0), help="Streaming standbys (default 0).")
 @click.option("--delay", type=click.IntRange(min=0), default=0, help="Standbys' apply delay (ms).")
-def start(folder: str, standbys: int | None, delay: int) -> None:
+@click.option(
+    "--shards",
+    type=click.IntRange(min=1, max=64),
+    help="A shard set of N primaries (each with --standbys standbys): prints its one URL.",
+)
+def start(folder: str, standbys: int | None, delay: int, shards: int | None) -> None:
     """Start (or reuse) the servers in FOLDER and print their URL."""
-    found = _run(lambda: servers.start(folder, standbys, delay))
+    found = _run(lambda: servers.start(folder, standbys, delay, shards))
     click.echo(found.url())
 
 

@@ -31,16 +31,18 @@ class LauncherError(Exception):
 
 @dataclass
 class ServerSet:
-    """Every cluster a folder holds (today one; issue 26's shards add more)."""
+    """Every cluster a folder holds: one, or one per shard of a shard set."""
 
     folder: Path
     clusters: list[LocalCluster]
 
     def url(self, database: str = "postgres") -> str:
-        """The URL to give `--store`: the one cluster's multi-host URL."""
-        if len(self.clusters) != 1:
-            raise LauncherError(f"{self.folder} holds {len(self.clusters)} clusters, not one")
-        return self.clusters[0].url(database)
+        """The URL to give `--store`: the one cluster's multi-host URL, or with several
+        clusters the shard set's (`postgresql+shards://`, each shard with its standbys)."""
+        if len(self.clusters) == 1:
+            return self.clusters[0].url(database)
+        bodies = [c.url(database).split("://", 1)[1] for c in self.clusters]
+        return "postgresql+shards://" + ";".join(bodies)
 
     def servers(self) -> Iterator[tuple[str, LocalServer]]:
         """(name, server) of every server, primaries before their standbys."""
@@ -49,29 +51,48 @@ class ServerSet:
                 yield str(server.data.relative_to(self.folder)), server
 
 
-def start(folder: Path | str, standbys: int | None = None, delay_ms: int = 0) -> ServerSet:
-    """Start the folder's servers, or create them (a primary and `standbys` standbys).
+def start(
+    folder: Path | str, standbys: int | None = None, delay_ms: int = 0, shards: int | None = None
+) -> ServerSet:
+    """Start the folder's servers, or create them (a primary and `standbys` standbys; with
+    `shards`, that many such clusters in `shard0`, `shard1`, ... making one shard set).
 
     Servers already running are reused as they are; `standbys` above the folder's count
-    adds standbys, below it is refused (stop and remove the folder to start smaller)."""
+    adds standbys, below it is refused (stop and remove the folder to start smaller);
+    `shards` above the folder's count adds shards at the end (then `ragloom add-shard`)."""
     folder = Path(folder).absolute()
     with _locked(folder):
         found = _load(folder)
         if found is None:
-            cluster = start_primary(folder)
-            found = ServerSet(folder, [cluster])
+            if shards is None:
+                found = ServerSet(folder, [start_primary(folder)])
+            else:
+                found = ServerSet(
+                    folder, [start_primary(folder / f"shard{i}") for i in range(shards)]
+                )
         else:
             for cluster in found.clusters:
                 _ensure_running(cluster)
-        cluster = found.clusters[0]
-        if standbys is not None and standbys < len(cluster.standbys):
-            _save(found)
-            raise LauncherError(
-                f"{folder} already holds a primary with {len(cluster.standbys)} standby(s); "
-                f"stop it and remove the folder to start one with {standbys}"
-            )
-        while standbys is not None and len(cluster.standbys) < standbys:
-            cluster.add_standby(delay_ms)
+        if shards is not None and shards != len(found.clusters):
+            sharded = found.clusters[0].primary.data.parent != folder
+            if shards < len(found.clusters) or not sharded:
+                _save(found)
+                raise LauncherError(
+                    f"{folder} holds {len(found.clusters)} cluster(s) "
+                    f"{'as shards' if sharded else 'not as shards'}; stop it and remove the "
+                    f"folder to start {shards} shard(s)"
+                )
+            while len(found.clusters) < shards:
+                found.clusters.append(start_primary(folder / f"shard{len(found.clusters)}"))
+        for cluster in found.clusters:
+            if standbys is not None and standbys < len(cluster.standbys):
+                _save(found)
+                raise LauncherError(
+                    f"{folder} already holds a primary with {len(cluster.standbys)} standby(s); "
+                    f"stop it and remove the folder to start one with {standbys}"
+                )
+            while standbys is not None and len(cluster.standbys) < standbys:
+                cluster.add_standby(delay_ms)
         _save(found)
         return found
 
@@ -147,7 +168,7 @@ def _load(folder: Path) -> ServerSet | None:
         state = json.loads(path.read_text())
         clusters = [
             LocalCluster(
-                folder,
+                (folder / entry["primary"]["data"]).parent,  # a shard's own folder
                 _server(folder, entry["primary"]),
                 [_server(folder, s) for s in entry["standbys"]],
             )
@@ -164,7 +185,8 @@ def _load(folder: Path) -> ServerSet | None:
 
 
 def _server(folder: Path, entry: dict[str, Any]) -> LocalServer:
-    return LocalServer(folder / entry["data"], int(entry["port"]), dict(entry["settings"]))
+    settings = {**BASE_SETTINGS, **entry["settings"]}  # settings added since it was made
+    return LocalServer(folder / entry["data"], int(entry["port"]), settings)
 
 
 def _entry(folder: Path, server: LocalServer) -> dict[str, Any]:

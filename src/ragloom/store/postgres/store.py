@@ -109,6 +109,8 @@ class PostgresStore(Store):
             schemas.set_path(conn, self.schema)
             self.path_sql = f'SET LOCAL search_path TO "{self.schema}", "{extension}";'
             self._vector_info = vectors.register(conn, self._vector_info)
+        elif self._vector_info is not None:  # a replica yet to replay the extension that
+            vectors.register(conn, self._vector_info)  # the primary has: the same type oid
 
     def _check_reader(self) -> None:
         """A search-only open: the schema must exist and be one this version reads."""
