@@ -176,3 +176,63 @@ def test_mcp_server_over_stdio(index_file):
             assert missing.is_error and "not_found" in missing.content[0].text
 
     anyio.run(session)
+
+
+def test_mcp_schemas_carry_every_bound_and_refuse_what_they_do_not_allow(index_file):
+    """The MCP tools' input schemas keep the bounds the tools enforce (top_k 1-50, budget
+    >= 1, start/end >= 0, no other properties, every description), and a call they refuse
+    answers ragloom's error code: a missing query, an unknown argument, top_k out of bounds
+    (refused, not capped)."""
+    from mcp import ClientSession, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "ragloom", "--index", str(index_file), "--embedder", "none", "mcp"],
+        env={"RAGLOOM_EMBEDDER": "none"},
+    )
+    calls = {
+        "missing query": ("search", {"top_k": 2}),
+        "unknown argument": ("search", {"query": "key", "k": 2}),
+        "top_k too big": ("search", {"query": "key", "top_k": 10**9}),
+        "top_k zero": ("context", {"query": "key", "top_k": 0}),
+        "budget zero": ("context", {"query": "key", "budget": 0}),
+        "negative start": ("get_document", {"document_id": "key", "start": -1}),
+        "string top_k": ("search", {"query": "key", "top_k": "3"}),
+    }
+
+    async def session() -> tuple[dict, dict]:
+        async with (
+            stdio_client(params) as (read, write),
+            ClientSession(read, write) as client,
+        ):
+            await client.initialize()
+            listed = {t.name: t.input_schema for t in (await client.list_tools()).tools}
+            answers = {}
+            for case, (tool, arguments) in calls.items():
+                result = await client.call_tool(tool, arguments)
+                answers[case] = (result.is_error, result.content[0].text)
+            return listed, answers
+
+    listed, answers = anyio.run(session)
+    search, context, get_document = listed["search"], listed["context"], listed["get_document"]
+    assert search["properties"]["top_k"] | {"description": ""} == {
+        "type": "integer",
+        "minimum": 1,
+        "maximum": 50,
+        "default": 5,
+        "description": "",
+    }
+    assert context["properties"]["budget"]["minimum"] == 1
+    assert get_document["properties"]["start"]["minimum"] == 0
+    assert get_document["properties"]["end"]["minimum"] == 0
+    for schema in listed.values():
+        assert schema["additionalProperties"] is False
+        assert all(p["description"] for p in schema["properties"].values()), schema
+    assert search["required"] == ["query"]
+    for case, (is_error, text) in answers.items():
+        assert is_error, case
+        assert text.startswith("bad_input: "), (case, text)
+    assert "missing argument 'query'" in answers["missing query"][1]
+    assert "unknown argument(s) k" in answers["unknown argument"][1]
+    assert "top_k must be at most 50" in answers["top_k too big"][1]

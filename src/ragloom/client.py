@@ -14,6 +14,7 @@ from urllib.parse import quote
 
 import httpx
 
+from ragloom.contract.options import DEFAULT_TOP_K
 from ragloom.errors import RagloomError
 from ragloom.index import IndexReport
 from ragloom.loading.run import FileFailure
@@ -156,7 +157,7 @@ class Client:
         return _report(self._call("POST", "/index", json=body))
 
     def query(
-        self, query: str, top_k: int = 3, collection: str | None = None, **controls: Any
+        self, query: str, top_k: int = DEFAULT_TOP_K, collection: str | None = None, **controls: Any
     ) -> dict[str, Any]:
         """The raw `/query` answer: `results` (dicts) and the `context`.
 
@@ -172,7 +173,7 @@ class Client:
         return self._call("POST", "/query", json=body)
 
     def search(
-        self, query: str, top_k: int = 3, collection: str | None = None, **controls: Any
+        self, query: str, top_k: int = DEFAULT_TOP_K, collection: str | None = None, **controls: Any
     ) -> SearchResult:
         """Hits for `query`, best first, as the library's `Hit` objects (with mode, degraded)."""
         answer = self.query(query, top_k, collection, **controls)
@@ -189,7 +190,7 @@ class Client:
         )
 
     def context(
-        self, query: str, top_k: int = 3, collection: str | None = None, **controls: Any
+        self, query: str, top_k: int = DEFAULT_TOP_K, collection: str | None = None, **controls: Any
     ) -> str:
         """The prompt block: chunks joined with "\\n---\\n", or with `budget` / `collections`
         a numbered, cited context."""

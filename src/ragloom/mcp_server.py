@@ -1,98 +1,79 @@
-"""`ragloom mcp`: the retrieval tools over the Model Context Protocol (stdio), with the
-official `mcp` package's `MCPServer` (its 2.x API). The tools are `ragloom.tools.Toolbox`'s:
+"""`ragloom mcp`: the retrieval tools over the Model Context Protocol (stdio), on the official
+`mcp` package's low-level `Server` (its 2.x API). The tools are `ragloom.tools.Toolbox`'s:
 `search`, `get_document` and `context`, with filters, collections and top_k.
 
-A tool's failure (an unknown document, a bad filter) comes back as an MCP tool error whose
-text carries ragloom's error code and message.
+The tools' input schemas are `ragloom.tools.SCHEMAS` as they are (every bound and
+description from `ragloom.contract`, no other properties allowed), and the arguments are
+checked by the toolbox itself, so a call the schema refuses (a missing `query`, an unknown
+argument, `top_k` out of bounds) comes back as an MCP tool error whose text starts with
+ragloom's error code, like any other failure (an unknown document, a bad filter).
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from ragloom.errors import ModelUnavailable
-from ragloom.tools import MAX_TOP_K, SCHEMAS, Toolbox
+from ragloom.tools import SCHEMAS, Toolbox
 
 INSTALL_HINT = "install the MCP server with `pip install 'ragloom[mcp]'`"
 
 
-def _description(name: str) -> str:
-    return next(s["function"]["description"] for s in SCHEMAS if s["function"]["name"] == name)
-
-
 def build_server(toolbox: Toolbox) -> Any:
-    """An `MCPServer` exposing the toolbox's three tools."""
+    """A low-level MCP `Server` listing the toolbox's three tools and calling them."""
     try:
-        from mcp.server.mcpserver import MCPServer
-        from mcp.server.mcpserver.exceptions import ToolError
+        import mcp_types as types
+        from mcp.server.lowlevel import Server
     except ImportError as exc:
         raise ModelUnavailable(f"the mcp package is not installed ({exc})", INSTALL_HINT) from None
     from ragloom.version import __version__
 
-    server = MCPServer(
+    tools = [
+        types.Tool(
+            name=s["function"]["name"],
+            description=s["function"]["description"],
+            input_schema=s["function"]["parameters"],
+        )
+        for s in SCHEMAS
+    ]
+    schemas = {s["function"]["name"]: s["function"]["parameters"] for s in SCHEMAS}
+
+    async def list_tools(ctx: Any, params: Any) -> Any:
+        return types.ListToolsResult(tools=tools)
+
+    async def call_tool(ctx: Any, params: Any) -> Any:
+        result = toolbox.call(params.name, dict(params.arguments or {}))
+        if not result.pop("ok"):
+            error = result["error"]
+            text = f"{error['code']}: {error['message']}"
+            return types.CallToolResult(
+                content=[types.TextContent(type="text", text=text)], is_error=True
+            )
+        return types.CallToolResult(
+            content=[types.TextContent(type="text", text=json.dumps(result, ensure_ascii=False))],
+            structured_content=result,
+        )
+
+    return Server(
         "ragloom",
         version=__version__,
         instructions="Search the user's indexed material; cite passages by their ids.",
+        get_tool_input_schema=schemas.get,
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
     )
 
-    def run(name: str, args: dict[str, Any]) -> dict[str, Any]:
-        result = toolbox.call(name, {k: v for k, v in args.items() if v is not None})
-        if not result.pop("ok"):
-            error = result["error"]
-            raise ToolError(f"{error['code']}: {error['message']}")
-        return result
 
-    @server.tool(description=_description("search"))
-    def search(
-        query: str,
-        top_k: int = 5,
-        collections: list[str] | None = None,
-        filters: dict[str, Any] | None = None,
-    ) -> dict[str, Any]:
-        return run(
-            "search",
-            {
-                "query": query,
-                "top_k": min(top_k, MAX_TOP_K),
-                "collections": collections,
-                "filters": filters,
-            },
-        )
+async def _serve(server: Any) -> None:
+    from mcp.server.stdio import stdio_server
 
-    @server.tool(description=_description("get_document"))
-    def get_document(
-        document_id: str,
-        collection: str | None = None,
-        start: int | None = None,
-        end: int | None = None,
-    ) -> dict[str, Any]:
-        return run(
-            "get_document",
-            {"document_id": document_id, "collection": collection, "start": start, "end": end},
-        )
-
-    @server.tool(description=_description("context"))
-    def context(
-        query: str,
-        top_k: int = 5,
-        collections: list[str] | None = None,
-        filters: dict[str, Any] | None = None,
-        budget: int | None = None,
-    ) -> dict[str, Any]:
-        return run(
-            "context",
-            {
-                "query": query,
-                "top_k": min(top_k, MAX_TOP_K),
-                "collections": collections,
-                "filters": filters,
-                "budget": budget,
-            },
-        )
-
-    return server
+    async with stdio_server() as (read_stream, write_stream):
+        await server.run(read_stream, write_stream, server.create_initialization_options())
 
 
 def serve_stdio(toolbox: Toolbox) -> None:
     """Run the MCP server on stdin/stdout until the client closes the connection."""
-    build_server(toolbox).run("stdio")
+    import anyio
+
+    anyio.run(_serve, build_server(toolbox))

@@ -16,110 +16,55 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from ragloom.contract.options import DEFAULT_TOP_K, TOOL_MAX_TOP_K
+from ragloom.contract.schema import check_arguments, object_schema
 from ragloom.errors import InputError, RagloomError
 
-MAX_TOP_K = 50
+MAX_TOP_K = TOOL_MAX_TOP_K
 MAX_DOCUMENT_CHARS = 20_000
 
-_FILTERS = {
-    "type": "object",
-    "description": 'Metadata filter, e.g. {"chapter": {"$gte": 3}} or '
-    '{"tags": {"$overlap": ["x"]}}.',
-}
-_COLLECTIONS = {
-    "type": "array",
-    "items": {"type": "string"},
-    "description": "Collections to search together (default: the index's default collection).",
-}
-_TOP_K = {
-    "type": "integer",
-    "minimum": 1,
-    "maximum": MAX_TOP_K,
-    "description": "How many passages.",
-}
+# Each tool: (name, description, its arguments, the required ones). The arguments' types,
+# bounds and descriptions come from the one declaration in `ragloom.contract.options`.
+TOOLS: tuple[tuple[str, str, tuple[str, ...], tuple[str, ...]], ...] = (
+    (
+        "search",
+        "Search the user's indexed material; returns the best passages with their ids, "
+        "sources, scores and token counts.",
+        ("query", "top_k", "collections", "filters"),
+        ("query",),
+    ),
+    (
+        "get_document",
+        "The full text of one document (a search hit's document_id), or a character range of it.",
+        ("document_id", "collection", "start", "end"),
+        ("document_id",),
+    ),
+    (
+        "context",
+        "Numbered, cited passages for a question, ready to answer from, within a token budget.",
+        ("query", "top_k", "collections", "filters", "budget"),
+        ("query",),
+    ),
+)
 
 SCHEMAS: list[dict[str, Any]] = [
     {
         "type": "function",
         "function": {
-            "name": "search",
-            "description": "Search the user's indexed material; returns the best passages with "
-            "their ids, sources, scores and token counts.",
-            "parameters": {
-                "type": "object",
-                "properties": {
-                    "query": {"type": "string", "description": "What to look for."},
-                    "top_k": {**_TOP_K, "default": 5},
-                    "collections": _COLLECTIONS,
-                    "filters": _FILTERS,
-                },
-                "required": ["query"],
-                "additionalProperties": False,
-            },
+            "name": name,
+            "description": description,
+            "parameters": object_schema(arguments, required),
         },
-    },
-    {
-        "type": "function",
-        "function": {
-            "name": "get_document",
-            "description": "The full text of one document (a search hit's document_id), or a "
-            "character range of it.",
-            "parameters": {
-                "type": "object",
-                "properties": {
-                    "document_id": {"type": "string"},
-                    "collection": {"type": "string", "description": "Default: default."},
-                    "start": {"type": "integer", "minimum": 0, "description": "First character."},
-                    "end": {"type": "integer", "minimum": 0, "description": "End character."},
-                },
-                "required": ["document_id"],
-                "additionalProperties": False,
-            },
-        },
-    },
-    {
-        "type": "function",
-        "function": {
-            "name": "context",
-            "description": "Numbered, cited passages for a question, ready to answer from, "
-            "within a token budget.",
-            "parameters": {
-                "type": "object",
-                "properties": {
-                    "query": {"type": "string"},
-                    "top_k": {**_TOP_K, "default": 5},
-                    "collections": _COLLECTIONS,
-                    "filters": _FILTERS,
-                    "budget": {"type": "integer", "minimum": 1, "description": "Max tokens."},
-                },
-                "required": ["query"],
-                "additionalProperties": False,
-            },
-        },
-    },
+    }
+    for name, description, arguments, required in TOOLS
 ]
-TOOL_NAMES = tuple(s["function"]["name"] for s in SCHEMAS)
+TOOL_NAMES = tuple(name for name, *_ in TOOLS)
 
 
 def _check(name: str, args: Mapping[str, Any]) -> None:
-    """Arguments against the tool's schema: required, known, of the right JSON type."""
-    params = next(s["function"]["parameters"] for s in SCHEMAS if s["function"]["name"] == name)
-    unknown = set(args) - set(params["properties"])
-    if unknown:
-        raise InputError(f"{name}: unknown argument(s) {', '.join(sorted(unknown))}")
-    for key in params["required"]:
-        if key not in args:
-            raise InputError(f"{name}: missing argument {key!r}")
-    kinds = {"string": str, "integer": int, "object": dict, "array": list}
-    for key, value in args.items():
-        spec = params["properties"][key]
-        kind = kinds[spec["type"]]
-        if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
-            raise InputError(f"{name}: {key} must be a JSON {spec['type']}")
-        if kind is int and not spec.get("minimum", 0) <= value <= spec.get("maximum", 2**62):
-            raise InputError(f"{name}: {key}={value} is out of range")
-        if kind is list and not all(isinstance(item, str) for item in value):
-            raise InputError(f"{name}: {key} must list strings")
+    """Arguments against the tool's schema: required, known, of the right type and bounds."""
+    _, _, arguments, required = next(t for t in TOOLS if t[0] == name)
+    check_arguments(arguments, required, args, "tool", f"{name}: ")
 
 
 class Toolbox:
@@ -135,7 +80,7 @@ class Toolbox:
     def search(
         self,
         query: str,
-        top_k: int = 5,
+        top_k: int = DEFAULT_TOP_K,
         collections: Sequence[str] | None = None,
         filters: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
@@ -199,7 +144,7 @@ class Toolbox:
     def context(
         self,
         query: str,
-        top_k: int = 5,
+        top_k: int = DEFAULT_TOP_K,
         collections: Sequence[str] | None = None,
         filters: dict[str, Any] | None = None,
         budget: int | None = None,

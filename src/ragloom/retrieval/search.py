@@ -13,6 +13,8 @@ from typing import Any
 
 import numpy as np
 
+from ragloom.contract.options import OPTIONS, offered
+from ragloom.contract.schema import check_value
 from ragloom.errors import EmbeddingError, InputError, NeedsVectors, worded
 from ragloom.expansion.rm3 import PRFParams
 from ragloom.filters import (
@@ -44,19 +46,20 @@ SEARCH_SETTINGS = (
 )
 FUSION_SETTINGS = ("rrf_k", "weights", "normalization")
 EXPANSIONS = ("llm", "prf")
-MAX_TOP_K = 10_000
-MAX_HOPS = 5
-MAX_VARIANTS = 8
+MAX_TOP_K = OPTIONS["top_k"].maximum
 
 Leg = Callable[[str, int], tuple[np.ndarray, np.ndarray]]
 Ceiling = Callable[[str], float | None]  # query text -> the most BM25 any chunk could score
 
 
-def _positive_int(name: str, value: object, maximum: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise InputError(f"{name} must be a positive integer, got {value!r}")
-    if value > maximum:
-        raise InputError(f"{name} must be at most {maximum}, got {value}")
+def _check_bounds(options: SearchOptions) -> None:
+    """The numeric options against their declaration (`ragloom.contract.options`): the same
+    bounds, and the same words, as on every other interface."""
+    for option in offered("library"):
+        if option.kind in ("integer", "number") and option.choices is None:
+            value = getattr(options, option.keyword, None)
+            if value is not None:
+                check_value(option, value, "library")
 
 
 @dataclass(frozen=True)
@@ -113,8 +116,7 @@ class SearchOptions:
     preferences: tuple[Predicate, ...] = field(default=(), init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        _positive_int("top_k", self.top_k, MAX_TOP_K)
-        _positive_int("candidates", self.candidates, MAX_TOP_K)
+        _check_bounds(self)
         if self.mode is not None and self.mode not in MODES:
             raise InputError(f"unknown mode {self.mode!r}", f"use one of {', '.join(MODES)}")
         if self.fusion not in fusion.FUSIONS:
@@ -125,8 +127,6 @@ class SearchOptions:
             raise InputError(
                 f"unknown normalization {self.normalization!r}", "use minmax or zscore"
             )
-        if self.min_dense_similarity is not None and not -1.0 <= self.min_dense_similarity <= 1.0:
-            raise InputError("min_dense_similarity must lie between -1 and 1")
         fusion._check_weights(self.weights)
         if self.bm25 is not None:
             self.bm25_for(BM25Params())  # a bad k1, b or other key fails here, not mid-search
@@ -143,13 +143,10 @@ class SearchOptions:
         object.__setattr__(self, "preferences", tuple(compile_filter(f) for f in self.prefer))
         if self.expand is not None and self.expand not in EXPANSIONS:
             raise InputError(f"unknown expansion {self.expand!r}", "use llm or prf")
-        _positive_int("max_variants", self.max_variants, MAX_VARIANTS)
         if self.merge not in MERGES:
             raise InputError(f"unknown variant merge {self.merge!r}", "use rrf or best")
         if not isinstance(self.prf, PRFParams):
             raise InputError("prf must be a PRFParams")
-        _positive_int("rerank_depth", self.rerank_depth, MAX_TOP_K)
-        _positive_int("hops", self.hops, MAX_HOPS)
         caps, mmr, missing = parse_diversity(self.diversity)
         object.__setattr__(self, "caps", caps)
         object.__setattr__(self, "mmr_lambda", mmr)

@@ -21,6 +21,7 @@ from ragloom.context import PackedContext
 from ragloom.errors import NotFound, StoreError
 from ragloom.index import DEFAULT_COLLECTION, Index, IndexReading
 from ragloom.loading import StopSignal
+from ragloom.server import requests as bodies
 from ragloom.server import schemas
 from ragloom.server.auth import token_matches
 from ragloom.server.holder import IndexHolder
@@ -78,7 +79,7 @@ def _public(hits: Sequence[Hit], roots: Sequence[Path]) -> list[Hit]:
 
 
 def _run_index(
-    holder: IndexHolder, settings: ServerSettings, body: schemas.IndexRequest, stop: StopSignal
+    holder: IndexHolder, settings: ServerSettings, body: bodies.IndexRequest, stop: StopSignal
 ) -> dict:
     index = holder.get()
     collection = body.collection or DEFAULT_COLLECTION
@@ -118,7 +119,7 @@ def _run_index(
 
 def _search(
     holder: IndexHolder,
-    body: schemas.QueryRequest,
+    body: bodies.QueryRequest,
     roots: Sequence[Path],
     metrics: ServerMetrics | None = None,
 ) -> dict[str, Any]:
@@ -138,7 +139,7 @@ def _search(
 
 
 def _search_one(
-    index: Index, reader: IndexReading, body: schemas.QueryRequest, roots: Sequence[Path]
+    index: Index, reader: IndexReading, body: bodies.QueryRequest, roots: Sequence[Path]
 ) -> dict[str, Any]:
     """One collection's hits (sources relative to their roots) and their context."""
     try:
@@ -169,13 +170,13 @@ def _wire(hit: dict[str, Any]) -> dict[str, Any]:
     return {**hit, "chunk": hit["text"]}
 
 
-def _shared(body: schemas.QueryRequest) -> dict[str, Any]:
+def _shared(body: bodies.QueryRequest) -> dict[str, Any]:
     """The search options a /query gives every collection it searches."""
     return {"explain": body.explain, "tokens": body.tokens}
 
 
 def _search_many(
-    reader: IndexReading, body: schemas.QueryRequest, roots: Sequence[Path]
+    reader: IndexReading, body: bodies.QueryRequest, roots: Sequence[Path]
 ) -> dict[str, Any]:
     shared = _shared(body)
     requests = [
@@ -235,7 +236,7 @@ def build_router(
         response_model=schemas.IndexResponse,
         responses=_errors(403, 404, 409, 502, 504),
     )
-    async def index_documents(body: schemas.IndexRequest) -> JSONResponse:
+    async def index_documents(body: bodies.IndexRequest) -> JSONResponse:
         """Index a file or folder under a configured root, or inline documents.
 
         A folder indexes every good file and lists the others in `failed` (with reason, byte
@@ -244,7 +245,7 @@ def build_router(
         return JSONResponse(await jobs.run(partial(_run_index, holder, settings, body)))
 
     @router.post("/query", response_model=schemas.QueryResponse, responses=_errors(404, 409, 502))
-    async def query(body: schemas.QueryRequest) -> JSONResponse:
+    async def query(body: bodies.QueryRequest) -> JSONResponse:
         """The best chunks for a query, plus them joined as a ready-to-paste context.
 
         An empty index (no collection yet) answers ok with no results, and so does the
@@ -272,8 +273,8 @@ def build_router(
     @router.get("/documents", response_model=schemas.DocumentsResponse, responses=_errors(404))
     def list_documents(
         collection: str | None = None,
-        offset: int = Query(0, ge=0, le=schemas.MAX_OFFSET),
-        limit: int = Query(100, ge=1, le=schemas.MAX_PAGE),
+        offset: int = Query(0, ge=0, le=bodies.MAX_OFFSET),
+        limit: int = Query(100, ge=1, le=bodies.MAX_PAGE),
     ) -> JSONResponse:
         """A page of stored documents (ordered by collection, then id)."""
         index = holder.get()

@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from ragloom.server import schemas
+from ragloom.server import requests
 
 # Fields whose values are objects with caller-chosen keys (a key error names the key).
 _KEYED = frozenset({"max_per", "weights", "metadata", "filters", "when"})
@@ -49,7 +49,7 @@ def _nested(annotation: Any) -> list[type[BaseModel]]:
     return found
 
 
-FIELDS = _field_names([schemas.IndexRequest, schemas.QueryRequest])
+FIELDS = _field_names([requests.IndexRequest, requests.QueryRequest])
 
 
 def field_path(loc: Sequence[Any]) -> str:

@@ -1,0 +1,292 @@
+"""Every search option, declared once: name, type, default, bounds and description.
+
+The command line (`ragloom.contract.cli`), the HTTP request models and OpenAPI
+(`ragloom.contract.http`), the MCP and OpenAI tool schemas (`ragloom.contract.schema`) and
+the framework retrievers derive their parameters from this table, so an option added here
+appears everywhere with the same name, bounds and error. An interface may cap a bound lower
+(`limits`: the HTTP sidecar serves at most 100 hits, a tool call at most 50) but it says so
+here, not in its own copy.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+# The interfaces an option can appear on.
+SURFACES = ("library", "cli", "http", "tool")
+# JSON kinds of option values.
+KINDS = ("integer", "number", "boolean", "string", "object", "array")
+
+
+@dataclass(frozen=True)
+class Option:
+    """One option of a search.
+
+    `name` is the library keyword and the HTTP/tool field; `flag` the command-line spelling
+    (default `--` + name with dashes). `minimum`/`maximum` bound numbers (inclusive);
+    `limits` lowers the maximum on one surface. `choices` lists the allowed strings.
+    `default` None means "unset": the collection's own setting or the engine's default.
+    `surfaces` lists where the option is offered.
+    """
+
+    name: str
+    kind: str
+    description: str
+    default: Any = None
+    minimum: float | None = None
+    maximum: float | None = None
+    choices: tuple[str, ...] | None = None
+    items: str | None = None  # an array's item kind
+    flag: str | None = None
+    library: str | None = None  # the library keyword, when it differs from `name`
+    limits: Mapping[str, float] = field(default_factory=dict)
+    surfaces: tuple[str, ...] = SURFACES
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ValueError(f"{self.name}: unknown kind {self.kind!r}")
+        unknown = set(self.surfaces) - set(SURFACES)
+        if unknown:
+            raise ValueError(f"{self.name}: unknown surface(s) {sorted(unknown)}")
+
+    @property
+    def cli_flag(self) -> str:
+        """The command-line spelling, e.g. `--rerank-depth`."""
+        return self.flag or "--" + self.name.replace("_", "-")
+
+    @property
+    def keyword(self) -> str:
+        """The library keyword (`Index.search(query, **{keyword: value})`)."""
+        return self.library or self.name
+
+    def maximum_on(self, surface: str) -> float | None:
+        """The upper bound on one surface: its own limit, else the option's."""
+        return self.limits.get(surface, self.maximum)
+
+    def offered_on(self, surface: str) -> bool:
+        return surface in self.surfaces
+
+
+MAX_TOP_K = 10_000  # the library's ceiling (a search reads at most this many hits)
+HTTP_MAX_TOP_K = 100  # the sidecar's
+TOOL_MAX_TOP_K = 50  # a tool call's (an LLM's context is small)
+DEFAULT_TOP_K = 5
+
+_FILTER = (
+    'Metadata filter, e.g. {"chapter": {"$gte": 3}} or {"tags": {"$overlap": ["x"]}} '
+    "(see docs/controls.md)."
+)
+
+SEARCH_OPTIONS: tuple[Option, ...] = (
+    Option(
+        "top_k",
+        "integer",
+        "How many passages.",
+        default=DEFAULT_TOP_K,
+        minimum=1,
+        maximum=MAX_TOP_K,
+        limits={"http": HTTP_MAX_TOP_K, "tool": TOOL_MAX_TOP_K},
+    ),
+    Option(
+        "mode",
+        "string",
+        "Default: hybrid when the collection has vectors, else lexical.",
+        choices=("lexical", "dense", "hybrid"),
+        surfaces=("library", "cli", "http"),
+    ),
+    Option(
+        "fusion",
+        "string",
+        "Default: the collection's own (ragloom tune --apply), else adaptive (each leg weighted"
+        " per collection and per query; scores 0-1).",
+        choices=("adaptive", "rrf", "weighted"),
+        surfaces=("library", "cli", "http"),
+    ),
+    Option(
+        "rrf_k",
+        "number",
+        "RRF's k (default 60).",
+        minimum=0,
+        maximum=10_000,
+        surfaces=("library", "cli", "http"),
+    ),
+    Option(
+        "weights",
+        "object",
+        "Per-leg fusion weights (lexical, dense, metadata); default: the fusion method's own.",
+        flag="--weight",
+        surfaces=("library", "cli", "http"),
+    ),
+    Option(
+        "normalization",
+        "string",
+        "Score normalization of weighted fusion (default zscore).",
+        choices=("minmax", "zscore"),
+        surfaces=("library", "cli", "http"),
+    ),
+    Option(
+        "candidates",
+        "integer",
+        "Hits each leg fetches (default 40).",
+        minimum=1,
+        maximum=MAX_TOP_K,
+        limits={"http": 1000},
+        surfaces=("library", "cli", "http"),
+    ),
+    Option(
+        "min_dense_similarity",
+        "number",
+        "Drop dense-only hits below this cosine. Default: the floor measured for the"
+        " collection's model (none for a model nobody measured); -1 keeps them all.",
+        minimum=-1,
+        maximum=1,
+        flag="--min-similarity",
+        surfaces=("library", "cli", "http"),
+    ),
+    Option(
+        "min_score",
+        "number",
+        "Drop hits whose final score is lower. Scores of hybrid (adaptive), lexical and dense"
+        " searches run from 0 to 1 and mean the same in every search of a collection.",
+        surfaces=("library", "cli", "http"),
+    ),
+    Option("filters", "object", _FILTER, flag="--filter"),
+    Option(
+        "boosts",
+        "array",
+        'Boost rules: multiply the score of hits whose metadata matches "when" by "factor",'
+        ' e.g. {"when": {"scholar_id": "calvin"}, "factor": 1.1}.',
+        items="object",
+        flag="--boost",
+        surfaces=("library", "cli", "http"),
+    ),
+    Option(
+        "diversity",
+        "object",
+        'At most N hits per metadata value ({"max_per": {"key": N}, "missing": "keep" or'
+        ' "group"}) and/or maximal marginal relevance ({"mmr": {"lambda": 0.7}}).',
+        surfaces=("library", "http"),
+    ),
+    Option(
+        "prefer",
+        "array",
+        "Filters whose matches weighted fusion favours: the share a hit matches is a third signal,"
+        ' weighted by weights["metadata"].',
+        items="object",
+        surfaces=("library", "cli", "http"),
+    ),
+    Option(
+        "strict",
+        "boolean",
+        "Fail instead of answering degraded (BM25 alone, expansion, rerank or hops skipped).",
+        default=False,
+        surfaces=("library", "cli", "http"),
+    ),
+    Option(
+        "expand",
+        "string",
+        "llm: search the query and LLM rephrasings together (needs an LLM); prf: RM3"
+        " pseudo-relevance feedback on the lexical leg.",
+        choices=("llm", "prf"),
+        surfaces=("library", "cli", "http"),
+    ),
+    Option(
+        "max_variants",
+        "integer",
+        "Queries searched with expand=llm, the original included.",
+        default=5,
+        minimum=2,
+        maximum=8,
+        flag="--variants",
+        surfaces=("library", "cli", "http"),
+    ),
+    Option(
+        "merge",
+        "string",
+        "How the variants' rankings merge.",
+        default="rrf",
+        choices=("rrf", "best"),
+        surfaces=("library", "cli", "http"),
+    ),
+    Option(
+        "rerank",
+        "boolean",
+        "Rerank the fused candidates (the server's --rerank reranker; the library and the"
+        " command line also take a reranker spec such as onnx:FOLDER).",
+        default=False,
+        surfaces=("library", "http"),
+    ),
+    Option(
+        "rerank_depth",
+        "integer",
+        "How many fused candidates the reranker scores.",
+        default=30,
+        minimum=1,
+        maximum=MAX_TOP_K,
+        limits={"http": 200},
+        surfaces=("library", "cli", "http"),
+    ),
+    Option(
+        "hops",
+        "integer",
+        "Multi-hop: up to this many retrieval rounds, the LLM deciding (needs an LLM).",
+        default=1,
+        minimum=1,
+        maximum=5,
+        surfaces=("library", "cli", "http"),
+    ),
+    Option(
+        "explain",
+        "boolean",
+        "Attach each stage's contribution to every hit.",
+        default=False,
+        surfaces=("library", "cli", "http"),
+    ),
+    Option(
+        "tokens",
+        "boolean",
+        "Report each hit's size in tokens.",
+        default=False,
+        library="with_tokens",
+        surfaces=("library", "cli", "http"),
+    ),
+)
+
+# The tools' own arguments (an LLM calls them): the query, collections by name, a budget,
+# and the document range of get_document.
+TOOL_ARGUMENTS: tuple[Option, ...] = (
+    Option("query", "string", "What to look for.", surfaces=("tool",)),
+    Option(
+        "collections",
+        "array",
+        "Collections to search together (default: the index's default collection).",
+        items="string",
+        surfaces=("tool",),
+    ),
+    Option(
+        "budget",
+        "integer",
+        "Max tokens of the context (cl100k).",
+        minimum=1,
+        maximum=1_000_000,
+        surfaces=("library", "cli", "http", "tool"),
+    ),
+    Option("document_id", "string", "A search hit's document_id.", surfaces=("tool",)),
+    Option(
+        "collection", "string", "The document's collection (default: default).", surfaces=("tool",)
+    ),
+    Option("start", "integer", "First character.", minimum=0, maximum=2**62, surfaces=("tool",)),
+    Option(
+        "end", "integer", "End character (exclusive).", minimum=0, maximum=2**62, surfaces=("tool",)
+    ),
+)
+
+OPTIONS: dict[str, Option] = {o.name: o for o in SEARCH_OPTIONS}
+ARGUMENTS: dict[str, Option] = {**OPTIONS, **{o.name: o for o in TOOL_ARGUMENTS}}
+
+
+def offered(surface: str) -> tuple[Option, ...]:
+    """The search options one surface offers, in declaration order."""
+    return tuple(o for o in SEARCH_OPTIONS if o.offered_on(surface))
