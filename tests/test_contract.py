@@ -67,7 +67,7 @@ def test_the_library_refuses_what_the_declaration_refuses(option) -> None:
         value = int(value) if option.kind == "integer" else value
         with pytest.raises(InputError) as raised:
             SearchOptions(**{option.keyword: value})
-        assert raised.value.code == "bad_input"
+        assert raised.value.code == "bad_request"
         assert raised.value.message.startswith(f"{option.name} must be")
         with pytest.raises(InputError) as again:
             check_value(option, value, "library")

@@ -89,3 +89,82 @@ def test_a_source_that_cannot_search_is_refused() -> None:
         li.RagloomRetriever(object())
     with pytest.raises(Exception, match="ragloom.Index or ragloom.Client"):
         lc.RagloomRetriever(source="not an index")
+
+
+def test_langchain_k_per_call_and_unknown_fields(sources: dict) -> None:
+    """`k` in the constructor and per call (`top_k` too); unknown fields are refused, in
+    the constructor (pydantic) and per call (ragloom's bad_request), never dropped."""
+    import pydantic
+
+    from ragloom.errors import InvalidRequest
+
+    index = sources["library"]
+    assert len(lc.RagloomRetriever(source=index, collection="lore", k=1).invoke("silver")) == 1
+    assert len(lc.RagloomRetriever(source=index, collection="lore", top_k=1).invoke("silver")) == 1
+    retriever = lc.RagloomRetriever(source=index, collection="lore", k=3)
+    assert len(retriever.invoke("silver", k=1)) == 1
+    assert len(retriever.invoke("silver", top_k=1)) == 1
+    only = retriever.invoke("silver", filters={"book": 1})
+    assert [d.metadata["document_id"] for d in only] == ["other"]
+    with pytest.raises(pydantic.ValidationError):
+        lc.RagloomRetriever(source=index, colour="red")
+    with pytest.raises(InvalidRequest) as raised:
+        retriever.invoke("silver", colour="red")
+    assert raised.value.code == "bad_request"
+    with pytest.raises(InvalidRequest):
+        retriever.invoke("silver", k=0)
+
+
+@pytest.mark.parametrize("kind", ["library", "http"])
+def test_llamaindex_keeps_bookkeeping_out_of_the_llm_text(sources: dict, kind: str) -> None:
+    from llama_index.core.schema import MetadataMode
+
+    retriever = li.RagloomRetriever(sources[kind], collection="lore", similarity_top_k=1)
+    (found,) = retriever.retrieve("silver spoon")
+    llm_text = found.node.get_content(metadata_mode=MetadataMode.LLM)
+    embed_text = found.node.get_content(metadata_mode=MetadataMode.EMBED)
+    for text in (llm_text, embed_text):
+        assert "book: 1" in text and "a silver spoon" in text
+        for hidden in ("score", "rank", "match", "chunk_id", "start", "end", "source: None"):
+            assert f"{hidden}:" not in text.replace("source: None", "source:"), (hidden, text)
+    assert found.node.metadata["score"] == found.score and found.node.metadata["rank"] == 1
+
+
+def test_async_retrieval_never_blocks_the_event_loop(sources: dict) -> None:
+    """`ainvoke` / `aretrieve` over HTTP go through the client's async connection, and over
+    an Index through a worker thread: no blocking search ever runs on the loop's thread."""
+    client, index = sources["http"], sources["library"]
+    blocking: list[str] = []
+
+    def guard(name: str, call):
+        def checked(*args, **kwargs):
+            try:
+                asyncio.get_running_loop()
+                blocking.append(name)
+            except RuntimeError:
+                pass
+            return call(*args, **kwargs)
+
+        return checked
+
+    async def run() -> tuple[int, int, int, int]:
+        lc_http = lc.RagloomRetriever(source=client, collection="lore", k=2)
+        lc_lib = lc.RagloomRetriever(source=index, collection="lore", k=2)
+        li_http = li.RagloomRetriever(client, collection="lore", top_k=2)
+        li_lib = li.RagloomRetriever(index, collection="lore", top_k=2)
+        found = await asyncio.gather(
+            lc_http.ainvoke("silver"),
+            lc_lib.ainvoke("silver", k=1),
+            li_http.aretrieve("silver"),
+            li_lib.aretrieve("silver"),
+        )
+        return tuple(len(f) for f in found)
+
+    sync_call, sync_search = client._call, index.search
+    client._call, index.search = guard("http", sync_call), guard("index", sync_search)
+    try:
+        counts = asyncio.run(run())
+    finally:
+        client._call, index.search = sync_call, sync_search
+    assert counts == (2, 1, 2, 2)
+    assert blocking == []

@@ -66,12 +66,12 @@ def test_get_document_and_context_tools(toolbox):
     ("name", "arguments", "code"),
     [
         ("search", "{not json", "bad_input"),
-        ("search", {"top_k": 3}, "bad_input"),
-        ("search", {"query": "x", "top_k": "3"}, "bad_input"),
-        ("search", {"query": "x", "top_k": 500}, "bad_input"),
-        ("search", {"query": "x", "colour": "red"}, "bad_input"),
+        ("search", {"top_k": 3}, "bad_request"),
+        ("search", {"query": "x", "top_k": "3"}, "bad_request"),
+        ("search", {"query": "x", "top_k": 500}, "bad_request"),
+        ("search", {"query": "x", "colour": "red"}, "bad_request"),
         ("search", {"query": "x", "filters": {"book": {"$near": 1}}}, "bad_input"),
-        ("search", "[1, 2]", "bad_input"),
+        ("search", "[1, 2]", "bad_request"),
         ("get_document", {"document_id": "nope"}, "not_found"),
         ("delete_everything", {}, "bad_input"),
     ],
@@ -181,8 +181,8 @@ def test_mcp_server_over_stdio(index_file):
 def test_mcp_schemas_carry_every_bound_and_refuse_what_they_do_not_allow(index_file):
     """The MCP tools' input schemas keep the bounds the tools enforce (top_k 1-50, budget
     >= 1, start/end >= 0, no other properties, every description), and a call they refuse
-    answers ragloom's error code: a missing query, an unknown argument, top_k out of bounds
-    (refused, not capped)."""
+    answers ragloom's error code (bad_request, as over HTTP): a missing query, an unknown
+    argument, top_k out of bounds (refused, not capped)."""
     from mcp import ClientSession, StdioServerParameters
     from mcp.client.stdio import stdio_client
 
@@ -232,7 +232,7 @@ def test_mcp_schemas_carry_every_bound_and_refuse_what_they_do_not_allow(index_f
     assert search["required"] == ["query"]
     for case, (is_error, text) in answers.items():
         assert is_error, case
-        assert text.startswith("bad_input: "), (case, text)
+        assert text.startswith("bad_request: "), (case, text)
     assert "missing argument 'query'" in answers["missing query"][1]
     assert "unknown argument(s) k" in answers["unknown argument"][1]
     assert "top_k must be at most 50" in answers["top_k too big"][1]

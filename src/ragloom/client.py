@@ -80,6 +80,30 @@ def _quote_id(doc_id: str) -> str:
     return "/".join(s.replace(".", "%2E") if s in (".", "..") else s for s in segments)
 
 
+def _query_body(
+    query: str, top_k: int, collection: str | None, controls: Mapping[str, Any]
+) -> dict[str, Any]:
+    body: dict[str, Any] = {"query": query, "top_k": top_k, **controls}
+    if collection is not None:
+        body["collection"] = collection
+    return body
+
+
+def _result(answer: Mapping[str, Any]) -> SearchResult:
+    """The library's `SearchResult` from a `/query` answer."""
+    hits = [_hit(r) for r in answer["results"]]
+    mode = answer.get("mode") or "lexical"
+    steps = {k: answer[k] for k in ("expansion", "rerank", "hops") if answer.get(k)}
+    return SearchResult(
+        hits,
+        mode,
+        bool(answer.get("degraded")),
+        answer.get("reason"),
+        steps,
+        answer.get("total_tokens"),
+    )
+
+
 class Client:
     """A connection to a ragloom sidecar; reuses one HTTP connection pool. Thread-safe."""
 
@@ -91,7 +115,12 @@ class Client:
     ) -> None:
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         self.base_url = base_url.rstrip("/")
-        self._http = httpx.Client(base_url=self.base_url, headers=headers, timeout=timeout)
+        self._settings: dict[str, Any] = {
+            "base_url": self.base_url,
+            "headers": headers,
+            "timeout": timeout,
+        }
+        self._http = httpx.Client(**self._settings)
 
     def close(self) -> None:
         """Close the connection pool."""
@@ -107,14 +136,30 @@ class Client:
         """One request; returns the JSON body or raises the typed error it carries."""
         try:
             response = self._http.request(method, path, **kwargs)
-        except httpx.TimeoutException as exc:
-            raise ConnectionFailed(
-                f"{method} {self.base_url}{path} timed out: {exc}", "raise Client(timeout=...)"
-            ) from None
         except httpx.TransportError as exc:
-            raise ConnectionFailed(
-                f"cannot reach ragloom at {self.base_url}: {exc}", "is `ragloom serve` running?"
-            ) from None
+            raise self._unreachable(method, path, exc) from None
+        return self._answer(method, path, response)
+
+    async def _acall(self, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
+        """`_call` on an async connection (one per call: it belongs to the running loop)."""
+        try:
+            async with httpx.AsyncClient(**self._settings) as http:
+                response = await http.request(method, path, **kwargs)
+        except httpx.TransportError as exc:
+            raise self._unreachable(method, path, exc) from None
+        return self._answer(method, path, response)
+
+    def _unreachable(self, method: str, path: str, exc: httpx.TransportError) -> ConnectionFailed:
+        if isinstance(exc, httpx.TimeoutException):
+            return ConnectionFailed(
+                f"{method} {self.base_url}{path} timed out: {exc}", "raise Client(timeout=...)"
+            )
+        return ConnectionFailed(
+            f"cannot reach ragloom at {self.base_url}: {exc}", "is `ragloom serve` running?"
+        )
+
+    @staticmethod
+    def _answer(method: str, path: str, response: httpx.Response) -> dict[str, Any]:
         try:
             payload = response.json()
         except ValueError:
@@ -167,27 +212,20 @@ class Client:
         the steps run by the server's LLM and reranker: expand ("llm" or "prf"),
         max_variants, merge, rerank (True), rerank_depth, hops.
         """
-        body: dict[str, Any] = {"query": query, "top_k": top_k, **controls}
-        if collection is not None:
-            body["collection"] = collection
-        return self._call("POST", "/query", json=body)
+        return self._call("POST", "/query", json=_query_body(query, top_k, collection, controls))
 
     def search(
         self, query: str, top_k: int = DEFAULT_TOP_K, collection: str | None = None, **controls: Any
     ) -> SearchResult:
         """Hits for `query`, best first, as the library's `Hit` objects (with mode, degraded)."""
-        answer = self.query(query, top_k, collection, **controls)
-        hits = [_hit(r) for r in answer["results"]]
-        mode = answer.get("mode") or "lexical"
-        steps = {k: answer[k] for k in ("expansion", "rerank", "hops") if answer.get(k)}
-        return SearchResult(
-            hits,
-            mode,
-            bool(answer.get("degraded")),
-            answer.get("reason"),
-            steps,
-            answer.get("total_tokens"),
-        )
+        return _result(self.query(query, top_k, collection, **controls))
+
+    async def asearch(
+        self, query: str, top_k: int = DEFAULT_TOP_K, collection: str | None = None, **controls: Any
+    ) -> SearchResult:
+        """`search` without blocking the event loop (an async HTTP connection)."""
+        body = _query_body(query, top_k, collection, controls)
+        return _result(await self._acall("POST", "/query", json=body))
 
     def context(
         self, query: str, top_k: int = DEFAULT_TOP_K, collection: str | None = None, **controls: Any

@@ -60,6 +60,14 @@ class InputError(RagloomError):
     code = "bad_input"
 
 
+class InvalidRequest(InputError):
+    """A call's arguments break the interface contract (`ragloom.contract`): a field
+    missing, unknown, of the wrong type, not one of its choices or out of its bounds. The same
+    code on every interface: the library, the command line, HTTP (400), the tools and MCP."""
+
+    code = "bad_request"
+
+
 class PathNotFound(InputError):
     code = "not_found"
 

@@ -18,7 +18,7 @@ from typing import Any
 
 from ragloom.contract.options import DEFAULT_TOP_K, TOOL_MAX_TOP_K
 from ragloom.contract.schema import check_arguments, object_schema
-from ragloom.errors import InputError, RagloomError
+from ragloom.errors import InputError, InvalidRequest, RagloomError
 
 MAX_TOP_K = TOOL_MAX_TOP_K
 MAX_DOCUMENT_CHARS = 20_000
@@ -173,7 +173,7 @@ class Toolbox:
                 except json.JSONDecodeError as exc:
                     raise InputError(f"{name}: arguments are not valid JSON ({exc.msg})") from None
             if not isinstance(arguments or {}, Mapping):
-                raise InputError(f"{name}: arguments must be a JSON object")
+                raise InvalidRequest(f"{name}: arguments must be a JSON object")
             args = dict(arguments or {})
             _check(name, args)
             return {"ok": True, **getattr(self, name)(**args)}

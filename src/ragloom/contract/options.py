@@ -40,6 +40,8 @@ class Option:
     choices: tuple[str, ...] | None = None
     items: str | None = None  # an array's item kind
     flag: str | None = None
+    short: str | None = None  # a one-letter command-line flag, e.g. -k
+    pairs: bool = False  # on the command line: repeated KEY=NUMBER pairs, not JSON
     library: str | None = None  # the library keyword, when it differs from `name`
     limits: Mapping[str, float] = field(default_factory=dict)
     surfaces: tuple[str, ...] = SURFACES
@@ -85,6 +87,7 @@ SEARCH_OPTIONS: tuple[Option, ...] = (
         "integer",
         "How many passages.",
         default=DEFAULT_TOP_K,
+        short="-k",
         minimum=1,
         maximum=MAX_TOP_K,
         limits={"http": HTTP_MAX_TOP_K, "tool": TOOL_MAX_TOP_K},
@@ -117,6 +120,7 @@ SEARCH_OPTIONS: tuple[Option, ...] = (
         "object",
         "Per-leg fusion weights (lexical, dense, metadata); default: the fusion method's own.",
         flag="--weight",
+        pairs=True,
         surfaces=("library", "cli", "http"),
     ),
     Option(

@@ -7,15 +7,15 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ragloom.contract.options import ARGUMENTS, Option
-from ragloom.errors import InputError
+from ragloom.errors import InvalidRequest
 
 _TYPES: dict[str, type | tuple[type, ...]] = {
     "string": str,
     "integer": int,
     "number": (int, float),
     "boolean": bool,
-    "object": dict,
-    "array": list,
+    "object": Mapping,  # a library caller may pass any mapping, JSON gives a dict
+    "array": (list, tuple),
 }
 
 
@@ -49,8 +49,8 @@ def object_schema(
 
 
 def check_value(option: Option, value: Any, surface: str, where: str = "") -> None:
-    """A value against its option: JSON type, choices, bounds. Raises `InputError`
-    (`bad_input`) naming the option, the same words on every surface."""
+    """A value against its option: JSON type, choices, bounds. Raises `InvalidRequest`
+    (`bad_request`) naming the option, the same words on every surface."""
     label = f"{where}{option.name}"
     kind = _TYPES[option.kind]
     if (
@@ -58,16 +58,16 @@ def check_value(option: Option, value: Any, surface: str, where: str = "") -> No
         or (isinstance(value, bool) and option.kind in ("integer", "number"))
         or (isinstance(value, float) and option.kind == "number" and value != value)
     ):
-        raise InputError(f"{label} must be a JSON {option.kind}, got {value!r}")
+        raise InvalidRequest(f"{label} must be a JSON {option.kind}, got {value!r}")
     if option.choices is not None and value not in option.choices:
-        raise InputError(f"{label} must be one of {', '.join(option.choices)}, got {value!r}")
+        raise InvalidRequest(f"{label} must be one of {', '.join(option.choices)}, got {value!r}")
     if option.minimum is not None and value < option.minimum:
-        raise InputError(f"{label} must be at least {_plain(option.minimum)}, got {value!r}")
+        raise InvalidRequest(f"{label} must be at least {_plain(option.minimum)}, got {value!r}")
     maximum = option.maximum_on(surface)
     if maximum is not None and value > maximum:
-        raise InputError(f"{label} must be at most {_plain(maximum)}, got {value!r}")
+        raise InvalidRequest(f"{label} must be at most {_plain(maximum)}, got {value!r}")
     if option.items is not None and not all(isinstance(v, _TYPES[option.items]) for v in value):
-        raise InputError(f"{label} must list {option.items}s")
+        raise InvalidRequest(f"{label} must list {option.items}s")
 
 
 def check_arguments(
@@ -78,16 +78,16 @@ def check_arguments(
     where: str = "",
 ) -> None:
     """Arguments against an `object_schema`: required ones present, none unknown, each
-    value valid. Raises `InputError` (`bad_input`)."""
+    value valid. Raises `InvalidRequest` (`bad_request`)."""
     known = list(names)
     unknown = sorted(set(arguments) - set(known))
     if unknown:
-        raise InputError(
+        raise InvalidRequest(
             f"{where}unknown argument(s) {', '.join(unknown)}", f"use {', '.join(known)}"
         )
     for name in required:
         if name not in arguments:
-            raise InputError(f"{where}missing argument {name!r}")
+            raise InvalidRequest(f"{where}missing argument {name!r}")
     for name, value in arguments.items():
         check_value(ARGUMENTS[name], value, surface, where)
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from ragloom.errors import InputError
+from ragloom.errors import InputError, InvalidRequest
 from ragloom.filters import Predicate, compile_filter
 from ragloom.retrieval.pipeline import Candidate
 
@@ -32,19 +32,19 @@ class BoostRule:
     def parse(cls, spec: Any) -> BoostRule:
         """From `{"when": {...filter...}, "factor": 1.5, "label"?: "..."}`."""
         if not isinstance(spec, Mapping) or "when" not in spec or "factor" not in spec:
-            raise InputError(
+            raise InvalidRequest(
                 f"a boost must be an object with 'when' and 'factor', got {spec!r}",
                 'example: {"when": {"chapter_num": 9}, "factor": 1.5}',
             )
         unknown = set(spec) - {"when", "factor", "label"}
         if unknown:
-            raise InputError(f"unknown boost field(s): {', '.join(sorted(unknown))}")
+            raise InvalidRequest(f"unknown boost field(s): {', '.join(sorted(unknown))}")
         factor = spec["factor"]
         if isinstance(factor, bool) or not isinstance(factor, (int, float)) or factor <= 0:
-            raise InputError(f"boost factor must be a positive number, got {factor!r}")
+            raise InvalidRequest(f"boost factor must be a positive number, got {factor!r}")
         label = spec.get("label") or ", ".join(f"{k}={v}" for k, v in spec["when"].items())
         if not isinstance(label, str):
-            raise InputError("boost label must be a string")
+            raise InvalidRequest("boost label must be a string")
         return cls(spec["when"], float(factor), label, compile_filter(spec["when"]))
 
 

@@ -15,7 +15,7 @@ import numpy as np
 
 from ragloom.contract.options import OPTIONS, offered
 from ragloom.contract.schema import check_value
-from ragloom.errors import EmbeddingError, InputError, NeedsVectors, worded
+from ragloom.errors import EmbeddingError, InputError, InvalidRequest, NeedsVectors, worded
 from ragloom.expansion.rm3 import PRFParams
 from ragloom.filters import (
     FilterNode,
@@ -53,10 +53,11 @@ Ceiling = Callable[[str], float | None]  # query text -> the most BM25 any chunk
 
 
 def _check_bounds(options: SearchOptions) -> None:
-    """The numeric options against their declaration (`ragloom.contract.options`): the same
-    bounds, and the same words, as on every other interface."""
+    """The options against their declaration (`ragloom.contract.options`): the same types
+    and bounds, and the same words and code (`bad_request`), as on every other interface.
+    (Choices keep their own messages below, which hint at the valid ones.)"""
     for option in offered("library"):
-        if option.kind in ("integer", "number") and option.choices is None:
+        if option.kind != "boolean" and option.choices is None:
             value = getattr(options, option.keyword, None)
             if value is not None:
                 check_value(option, value, "library")
@@ -118,13 +119,13 @@ class SearchOptions:
     def __post_init__(self) -> None:
         _check_bounds(self)
         if self.mode is not None and self.mode not in MODES:
-            raise InputError(f"unknown mode {self.mode!r}", f"use one of {', '.join(MODES)}")
+            raise InvalidRequest(f"unknown mode {self.mode!r}", f"use one of {', '.join(MODES)}")
         if self.fusion not in fusion.FUSIONS:
-            raise InputError(
+            raise InvalidRequest(
                 f"unknown fusion {self.fusion!r}", f"use one of {', '.join(fusion.FUSIONS)}"
             )
         if self.normalization not in fusion.NORMALIZATIONS:
-            raise InputError(
+            raise InvalidRequest(
                 f"unknown normalization {self.normalization!r}", "use minmax or zscore"
             )
         fusion._check_weights(self.weights)
@@ -142,9 +143,9 @@ class SearchOptions:
             raise InputError("prefer must be a list of filters")
         object.__setattr__(self, "preferences", tuple(compile_filter(f) for f in self.prefer))
         if self.expand is not None and self.expand not in EXPANSIONS:
-            raise InputError(f"unknown expansion {self.expand!r}", "use llm or prf")
+            raise InvalidRequest(f"unknown expansion {self.expand!r}", "use llm or prf")
         if self.merge not in MERGES:
-            raise InputError(f"unknown variant merge {self.merge!r}", "use rrf or best")
+            raise InvalidRequest(f"unknown variant merge {self.merge!r}", "use rrf or best")
         if not isinstance(self.prf, PRFParams):
             raise InputError("prf must be a PRFParams")
         caps, mmr, missing = parse_diversity(self.diversity)

@@ -6,19 +6,13 @@ Kept free of web-framework imports so that `ragloom.Client` can use it cheaply.
 from __future__ import annotations
 
 from ragloom import errors as library_errors
-from ragloom.errors import InputError, NotFound, RagloomError, StoreError
+from ragloom.errors import InputError, InvalidRequest, NotFound, RagloomError, StoreError
 
 
 class MalformedJSON(InputError):
     """The request body is not valid JSON (HTTP 400)."""
 
     code = "bad_json"
-
-
-class InvalidRequest(InputError):
-    """The request is JSON but a field is missing, unknown or of the wrong type (HTTP 400)."""
-
-    code = "bad_request"
 
 
 class Unauthorized(RagloomError):

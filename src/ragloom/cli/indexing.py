@@ -1,0 +1,228 @@
+"""`ragloom index`: files, folders and JSONL records into a collection."""
+
+from __future__ import annotations
+
+import sys
+import warnings
+
+import click
+from rich.markup import escape
+
+from ragloom.cli.common import ByteSize, collection_option, open_index, pairs, stack, where_options
+from ragloom.console import err, out, print_json, progress, report_line
+from ragloom.index import Index, IndexReport
+from ragloom.loading import DEFAULT_MAX_FILE_SIZE, JsonlFields, ReadPolicy
+
+INDEX_OPTIONS = stack(
+    click.argument("paths", nargs=-1, required=True),
+    collection_option,
+    click.option(
+        "--include", multiple=True, help="Glob of files to take inside folders (repeatable)."
+    ),
+    click.option("--exclude", multiple=True, help="Glob of files to leave out (repeatable)."),
+    click.option("--lenient", is_flag=True, help="Replace invalid UTF-8 and skip bad JSONL lines."),
+    click.option(
+        "--chunk-size", type=click.IntRange(min=0), help="Max characters a chunk (0: whole)."
+    ),
+    click.option(
+        "--overlap", type=click.IntRange(min=0), help="Characters shared by adjacent chunks."
+    ),
+    click.option(
+        "--min-chunk", type=click.IntRange(min=0), help="Drop fragments shorter than this."
+    ),
+    click.option(
+        "--chunk-mode",
+        type=click.Choice(["auto", "prose", "markdown", "code"]),
+        default=None,
+        help="auto: Markdown by headings, source code by declarations, the rest as prose.",
+    ),
+    click.option(
+        "--code-chunk-size", type=click.IntRange(min=0), help="Max characters a code chunk."
+    ),
+    click.option(
+        "--split-identifiers/--no-split-identifiers",
+        default=None,
+        help="Index safeFetch / safe_fetch as 'safe fetch' too (set when a collection is new).",
+    ),
+    click.option("--id-field", default="id", show_default=True, help="JSONL field with the id."),
+    click.option("--title-field", default="title", show_default=True, help="JSONL title field."),
+    click.option("--text-field", default="text", show_default=True, help="JSONL text field."),
+    click.option("--collection-field", help="JSONL field naming each record's collection."),
+    click.option(
+        "--fail-fast", is_flag=True, help="Stop at the first file that cannot be indexed."
+    ),
+    click.option(
+        "--max-file-size",
+        type=ByteSize(),
+        default=str(DEFAULT_MAX_FILE_SIZE // 2**20) + "M",
+        show_default=True,
+        help="Largest file read, in bytes or with K/M/G (0: no limit).",
+    ),
+    click.option(
+        "--field",
+        "renames",
+        multiple=True,
+        metavar="FIELD=KEY",
+        help="Store JSONL field FIELD as metadata KEY, e.g. ios_version=ios_version_min "
+        "(repeatable).",
+    ),
+    click.option(
+        "--language-field",
+        default="language",
+        show_default=True,
+        help="JSONL field naming a record's code language (swift, python, ...): chunked as code.",
+    ),
+    click.option("--json", "as_json", is_flag=True, help="Print the report as JSON."),
+)
+
+
+def _configure(
+    index: Index,
+    collection: str,
+    chunk_size: int | None,
+    overlap: int | None,
+    min_chunk: int | None,
+    chunk_mode: str | None,
+    code_chunk_size: int | None,
+    split_identifiers: bool | None,
+) -> None:
+    """The collection's chunking and tokenizer settings the command's options change (the
+    others left as they are)."""
+    chunking = None
+    if chunk_size is not None or overlap is not None or min_chunk is not None:
+        current = index.configure(collection).chunking.to_dict()
+        for key, value in (
+            ("max_chars", chunk_size),
+            ("overlap", overlap),
+            ("min_chars", min_chunk),
+        ):
+            if value is not None:
+                current[key] = value
+        if chunk_size == 0:
+            current["overlap"] = 0
+        chunking = current
+    code_chunking = None
+    if code_chunk_size is not None:
+        code_chunking = index.configure(collection).code_chunking.to_dict()
+        code_chunking["max_chars"] = code_chunk_size
+        code_chunking["overlap"] = min(code_chunking["overlap"], code_chunk_size // 2)
+    tokenizer = None
+    if split_identifiers is not None:
+        tokenizer = {
+            **index.configure(collection).tokenizer.to_dict(),
+            "split_identifiers": split_identifiers,
+        }
+    index.configure(
+        collection,
+        chunking=chunking,
+        chunk_mode=chunk_mode,
+        code_chunking=code_chunking,
+        tokenizer=tokenizer,
+    )
+
+
+@click.command("index")
+@where_options
+@INDEX_OPTIONS
+@click.pass_context
+def index_cmd(
+    ctx: click.Context,
+    paths: tuple[str, ...],
+    collection: str,
+    include: tuple[str, ...],
+    exclude: tuple[str, ...],
+    lenient: bool,
+    chunk_size: int | None,
+    overlap: int | None,
+    min_chunk: int | None,
+    chunk_mode: str | None,
+    code_chunk_size: int | None,
+    split_identifiers: bool | None,
+    id_field: str,
+    title_field: str,
+    text_field: str,
+    collection_field: str | None,
+    fail_fast: bool,
+    max_file_size: int,
+    renames: tuple[str, ...],
+    language_field: str,
+    as_json: bool,
+) -> None:
+    """Index files and folders (text, Markdown, JSONL, source code); unchanged files are skipped.
+
+    Every good file is indexed; a file that cannot be is reported with its reason and
+    position, and the command then exits with status 1.
+    """
+    with open_index(ctx, create=True) as index:
+        _configure(
+            index,
+            collection,
+            chunk_size,
+            overlap,
+            min_chunk,
+            chunk_mode,
+            code_chunk_size,
+            split_identifiers,
+        )
+        fields = JsonlFields(
+            id=id_field,
+            title=title_field,
+            text=text_field,
+            collection=collection_field,
+            rename=pairs(renames, "--field", str),
+            language=language_field or None,
+        )
+        with warnings.catch_warnings(record=True) as caught, progress("indexing") as update:
+            warnings.simplefilter("always")
+            report = index.index_path(
+                list(paths),
+                collection,
+                include,
+                exclude,
+                lenient,
+                fields,
+                on_file=update,
+                fail_fast=fail_fast,
+                policy=ReadPolicy(max_file_size=max_file_size),
+            )
+        for warning in caught:
+            message = str(warning.message)
+            if not message.startswith(("skipped ", "failed ")) or (
+                lenient and message.startswith("skipped ")
+            ):
+                err.print(f"[yellow]warning:[/] {escape(message)}", highlight=False)
+    if as_json:
+        print_json({"ok": not report.failed, **report.to_dict("cli")})
+    else:
+        _print_index_report(report)
+    if report.failed:
+        sys.exit(1)
+
+
+def _print_index_report(report: IndexReport) -> None:
+    """Skipped and failed files on stderr, then the summary line (and an error if any failed)."""
+    for path, reason in report.skipped:
+        line = f"[yellow]skipped[/] {escape(path)}: {escape(reason)}"
+        err.print(line, highlight=False, soft_wrap=True)
+    for failure in report.failed:
+        reason = failure.reason.removeprefix(f"{failure.path}: ").removeprefix(f"{failure.path}, ")
+        line = f"[red]failed[/] {escape(failure.path)}: {escape(reason)}"
+        err.print(line, highlight=False, soft_wrap=True)
+    out.print(report_line(report))
+    if report.pending:
+        err.print(
+            f"warning: {report.pending} chunk(s) wait for vectors ({report.embedding_error}); "
+            "they are searchable lexically now; run `ragloom reembed --pending` once the "
+            "embedding service is back",
+            highlight=False,
+            markup=False,
+        )
+    if report.failed:
+        hints = dict.fromkeys(h for f in report.failed if (h := f.hint_for("cli")))
+        click.echo(
+            f"error: {len(report.failed)} of {report.files} file(s) could not be indexed"
+            " (the others were)",
+            err=True,
+        )
+        for hint in hints:
+            click.echo(f"hint: {hint}", err=True)
