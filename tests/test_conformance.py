@@ -84,12 +84,15 @@ CASES = [
         "boost without factor", "silver", {"boosts": [{"when": {"book": 1}}]}, error="bad_request"
     ),
     Case("boost factor 0", "silver", {"boosts": [{"when": {}, "factor": 0}]}, error="bad_request"),
+    Case("unknown option", "silver", {"colour": "red"}, error="bad_request"),
     Case("unknown collection", "silver", collection="nope", error="not_found"),
 ]
 
 
 def _needs(case: Case) -> set[str]:
-    return set(case.options)
+    """The declared options a case uses (an undeclared one is sent to every interface: each
+    must refuse it)."""
+    return set(case.options) & set(ARGUMENTS)
 
 
 def _offered(surface: str) -> set[str]:
@@ -130,6 +133,11 @@ def _hits(pairs: list[tuple[str, float]]) -> Outcome:
 # -- the interfaces ---------------------------------------------------------------------
 
 
+def _keywords(options: dict[str, Any]) -> dict[str, Any]:
+    """Options by their library keywords (an undeclared name as it is)."""
+    return {(ARGUMENTS[k].keyword if k in ARGUMENTS else k): v for k, v in options.items()}
+
+
 def _split(case: Case) -> tuple[Any, dict[str, Any]]:
     options = dict(case.options)
     return options.pop("top_k", None), options
@@ -137,7 +145,7 @@ def _split(case: Case) -> tuple[Any, dict[str, Any]]:
 
 def run_library(index: ragloom.Index, case: Case) -> Outcome:
     top_k, options = _split(case)
-    kwargs = {ARGUMENTS[k].keyword: v for k, v in options.items()}
+    kwargs = _keywords(options)
     if top_k is not None:
         kwargs["top_k"] = top_k
     if case.collection is not None:
@@ -166,8 +174,10 @@ def _cli_args(case: Case) -> list[str]:
     if case.collection is not None:
         args += ["--collection", case.collection]
     for name, value in case.options.items():
-        option = ARGUMENTS[name]
-        if option.kind == "boolean":
+        option = ARGUMENTS.get(name)
+        if option is None:  # undeclared: a flag of that name
+            args += ["--" + name.replace("_", "-"), str(value)]
+        elif option.kind == "boolean":
             args += [option.cli_flag] if value else []
         elif option.kind == "array":
             for item in value:
@@ -197,7 +207,7 @@ def run_langchain(source: Any, case: Case) -> Outcome:
     top_k, options = _split(case)
     try:
         retriever = RagloomRetriever(source=source, collection=case.collection)
-        kwargs = {ARGUMENTS[k].keyword: v for k, v in options.items()}
+        kwargs = _keywords(options)
         if top_k is not None:
             kwargs["k"] = top_k
         docs = retriever.invoke(case.query, **kwargs)
@@ -215,7 +225,7 @@ def run_llamaindex(source: Any, case: Case) -> Outcome:
             source,
             collection=case.collection,
             top_k=top_k,
-            search_options={ARGUMENTS[k].keyword: v for k, v in options.items()},
+            search_options=_keywords(options),
         )
         nodes = retriever.retrieve(case.query)
     except RagloomError as exc:

@@ -3,14 +3,12 @@ offers it with the same name, bounds and description, and refuses the same bad v
 
 from __future__ import annotations
 
-import dataclasses
-
 import pytest
 
 from ragloom.contract import OPTIONS, SEARCH_OPTIONS, offered
 from ragloom.contract.schema import check_value
+from ragloom.engine.options import search_options
 from ragloom.errors import InputError
-from ragloom.retrieval.search import SearchOptions
 from ragloom.server.requests import CollectionRequest, QueryRequest
 from ragloom.tools import SCHEMAS
 
@@ -48,8 +46,9 @@ def test_tool_schemas_come_from_the_declaration(option) -> None:
 
 
 def test_every_library_option_is_a_search_keyword() -> None:
-    keywords = {f.name for f in dataclasses.fields(SearchOptions)}
-    assert {o.keyword for o in offered("library")} <= keywords
+    from ragloom.engine.options import KNOWN
+
+    assert {o.keyword for o in offered("library")} <= KNOWN
 
 
 BOUNDED = [o for o in SEARCH_OPTIONS if o.kind in ("integer", "number") and o.offered_on("library")]
@@ -66,7 +65,7 @@ def test_the_library_refuses_what_the_declaration_refuses(option) -> None:
     for value in outside:
         value = int(value) if option.kind == "integer" else value
         with pytest.raises(InputError) as raised:
-            SearchOptions(**{option.keyword: value})
+            search_options(**{option.keyword: value})
         assert raised.value.code == "bad_request"
         assert raised.value.message.startswith(f"{option.name} must be")
         with pytest.raises(InputError) as again:

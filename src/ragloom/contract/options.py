@@ -253,7 +253,6 @@ SEARCH_OPTIONS: tuple[Option, ...] = (
         "boolean",
         "Report each hit's size in tokens.",
         default=False,
-        library="with_tokens",
         surfaces=("library", "cli", "http"),
     ),
 )

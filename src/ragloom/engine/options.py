@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import fields
 from typing import Any
 
-from ragloom.errors import InputError
+from ragloom.errors import InputError, InvalidRequest
 from ragloom.retrieval.search import SEARCH_SETTINGS, SearchOptions
 
 Requests = list[tuple[str, "str | None", SearchOptions]]  # (collection, label, options)
@@ -21,15 +21,16 @@ KNOWN = frozenset(f.name for f in fields(SearchOptions) if f.init) | frozenset(A
 
 def _public(kwargs: dict[str, Any]) -> dict[str, Any]:
     """The keywords with public names turned into SearchOptions' fields; an unknown name is
-    an InputError that names it and the known ones (not a TypeError naming a class)."""
+    an InvalidRequest (`bad_request`, as on every interface) that names it and the known
+    ones (not a TypeError naming a class)."""
     unknown = sorted(set(kwargs) - KNOWN - {"unset"})
     if unknown or "unset" in kwargs:
         name = unknown[0] if unknown else "unset"
         offered = sorted({"top_k", *KNOWN} - _HIDDEN)
-        raise InputError(f"unknown search option {name!r}", f"known: {', '.join(offered)}")
+        raise InvalidRequest(f"unknown search option {name!r}", f"known: {', '.join(offered)}")
     both = [alias for alias, field in ALIASES.items() if alias in kwargs and field in kwargs]
     if both:
-        raise InputError(f"give {both[0]!r} or {ALIASES[both[0]]!r}, not both")
+        raise InvalidRequest(f"give {both[0]!r} or {ALIASES[both[0]]!r}, not both")
     return {ALIASES.get(k, k): v for k, v in kwargs.items()}
 
 
