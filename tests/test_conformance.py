@@ -67,6 +67,16 @@ CASES = [
     Case("strict", "silver key", {"strict": True}),
     Case("expand prf", "silver key", {"expand": "prf"}),
     Case("collection", "silver", collection="default"),
+    Case("weights", "silver", {"fusion": "weighted", "weights": {"lexical": 1.0, "dense": 0.5}}),
+    Case("normalization", "silver", {"fusion": "weighted", "normalization": "minmax"}),
+    Case("rrf_k", "silver", {"fusion": "rrf", "rrf_k": 10}),
+    Case("similarity floor", "silver", {"min_dense_similarity": 0.5}),
+    Case("diversity", "silver", {"diversity": {"max_per": {"book": 1}}}),
+    Case("mmr", "silver", {"diversity": {"mmr": {"lambda": 0.5}}}, error="needs_vectors"),
+    Case("steps' settings", "silver", {"max_variants": 3, "merge": "best", "rerank_depth": 10}),
+    Case("hops 1", "silver", {"hops": 1}),
+    Case("explain", "silver key", {"explain": True}),
+    Case("tokens", "silver key", {"tokens": True}),
     # bad input: the same code everywhere
     Case("top_k 0", "silver", {"top_k": 0}, error="bad_request"),
     Case("top_k huge", "silver", {"top_k": 10**9}, error="bad_request"),
@@ -78,6 +88,10 @@ CASES = [
     Case("unknown fusion", "silver", {"fusion": "max"}, error="bad_request"),
     Case("hops 9", "silver", {"hops": 9}, error="bad_request"),
     Case("similarity 2", "silver", {"min_dense_similarity": 2.0}, error="bad_request"),
+    Case("negative weight", "silver", {"weights": {"lexical": -1.0}}, error="bad_request"),
+    Case("unknown leg", "silver", {"weights": {"sparse": 1.0}}, error="bad_request"),
+    Case("cap 0", "silver", {"diversity": {"max_per": {"book": 0}}}, error="bad_request"),
+    Case("mmr 2", "silver", {"diversity": {"mmr": {"lambda": 2.0}}}, error="bad_request"),
     Case("filters not object", "silver", {"filters": [1]}, error="bad_request"),
     Case("bad operator", "silver", {"filters": {"book": {"$near": 1}}}, error="bad_input"),
     Case(
@@ -179,6 +193,9 @@ def _cli_args(case: Case) -> list[str]:
             args += ["--" + name.replace("_", "-"), str(value)]
         elif option.kind == "boolean":
             args += [option.cli_flag] if value else []
+        elif option.pairs:
+            for key, number in value.items():
+                args += [option.cli_flag, f"{key}={number}"]
         elif option.kind == "array":
             for item in value:
                 args += [option.cli_flag, json.dumps(item)]
@@ -326,8 +343,9 @@ def test_every_interface_agrees(case: Case, outcomes: dict[str, dict[str, Outcom
 
 
 def test_every_interface_runs_most_cases(outcomes: dict[str, dict[str, Outcome]]) -> None:
-    """The table reaches every interface: the tools take only top_k and filters, the
-    command line cannot send a string or a fraction where it parses a number."""
+    """The table reaches every interface: the tools take only top_k and filters; the
+    command line cannot send a string or a fraction where it parses a number, and spells
+    diversity its own way (--max-per, --mmr)."""
     counts = {interface: len(answers) for interface, answers in outcomes.items()}
     print("\n| case | " + " | ".join(SURFACE) + " |")
     for case in CASES:
@@ -339,7 +357,7 @@ def test_every_interface_runs_most_cases(outcomes: dict[str, dict[str, Outcome]]
             )
         print(f"| {case.name} | " + " | ".join(cells) + " |")
     print(json.dumps(counts))
-    assert counts["library"] == len(CASES)
-    assert counts["http"] == len(CASES)
-    assert counts["cli"] >= len(CASES) - 4
+    for interface in ("library", "http", "langchain", "llamaindex", "llamaindex-http"):
+        assert counts[interface] == len(CASES), interface
+    assert counts["cli"] >= 0.8 * len(CASES)
     assert counts["mcp"] >= 15

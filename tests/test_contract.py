@@ -84,3 +84,33 @@ def test_bools_are_not_numbers_and_nan_is_refused() -> None:
         check_value(OPTIONS["top_k"], True, "library")
     with pytest.raises(InputError):
         check_value(OPTIONS["min_score"], float("nan"), "library")
+
+
+@pytest.mark.parametrize("option", offered("cli"), ids=lambda o: o.name)
+def test_cli_options_come_from_the_declaration(option) -> None:
+    """Every declared command-line option is a flag of `ragloom search` with the
+    declaration's description as its help."""
+    from ragloom.cli import cli
+
+    search = cli.commands["search"]
+    params = {opt: p for p in search.params for opt in p.opts}
+    assert option.cli_flag in params
+    assert params[option.cli_flag].help.startswith(option.description)
+
+
+def test_the_cli_refuses_with_the_library_words_and_code() -> None:
+    """A value out of bounds on the command line fails as in the library: the same message
+    and code, before any index is opened."""
+    from ragloom.cli import cli
+    from ragloom.errors import InvalidRequest
+
+    for flag, value, name in (("--top-k", "0", "top_k"), ("--hops", "9", "hops")):
+        with pytest.raises(InvalidRequest) as raised:
+            cli.main(
+                ["--index", "/nonexistent/x.db", "search", "q", flag, value],
+                standalone_mode=False,
+            )
+        with pytest.raises(InvalidRequest) as library:
+            search_options(**{name: int(value)})
+        assert raised.value.message == library.value.message
+        assert raised.value.code == "bad_request"

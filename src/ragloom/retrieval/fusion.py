@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from ragloom.errors import InputError
+from ragloom.errors import InputError, InvalidRequest
 from ragloom.retrieval.adaptive import ADAPTIVE, adaptive_fusion
 from ragloom.retrieval.pipeline import DENSE, LEXICAL, Candidate
 
@@ -65,11 +65,11 @@ METADATA = "metadata"
 def _check_weights(weights: Mapping[str, float]) -> None:
     for leg, weight in weights.items():
         if leg not in (LEXICAL, DENSE, METADATA):
-            raise InputError(
+            raise InvalidRequest(
                 f"unknown leg {leg!r} in weights", "use 'lexical', 'dense' and 'metadata'"
             )
         if not isinstance(weight, (int, float)) or isinstance(weight, bool) or weight < 0:
-            raise InputError(f"weight of {leg!r} must be a non-negative number, got {weight!r}")
+            raise InvalidRequest(f"weight of {leg!r} must be a non-negative number, got {weight!r}")
 
 
 def normal_cdf(value: float) -> float:

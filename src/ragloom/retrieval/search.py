@@ -211,31 +211,31 @@ def parse_diversity(
     if spec is None:
         return {}, None, "keep"
     if not isinstance(spec, Mapping):
-        raise InputError("diversity must be an object like {'max_per': {'scholar_id': 2}}")
+        raise InvalidRequest("diversity must be an object like {'max_per': {'scholar_id': 2}}")
     unknown = set(spec) - {"max_per", "missing", "mmr"}
     if unknown:
-        raise InputError(
+        raise InvalidRequest(
             f"unknown diversity control(s): {', '.join(sorted(unknown))}",
             "use max_per (with missing), and/or mmr",
         )
     missing = spec.get("missing", "keep")
     if missing not in MISSING_POLICIES:
-        raise InputError(
+        raise InvalidRequest(
             f"diversity.missing must be one of {', '.join(MISSING_POLICIES)}, got {missing!r}",
             '"keep": hits without the key are never capped; "group": they share one cap',
         )
     caps = spec.get("max_per") or {}
     if not isinstance(caps, Mapping):
-        raise InputError("diversity.max_per must map metadata keys to counts")
+        raise InvalidRequest("diversity.max_per must map metadata keys to counts")
     for key, limit in caps.items():
         if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
-            raise InputError(f"max_per[{key!r}] must be a positive integer, got {limit!r}")
+            raise InvalidRequest(f"max_per[{key!r}] must be a positive integer, got {limit!r}")
     mmr = spec.get("mmr")
     lam = None
     if mmr is not None:
         lam = mmr.get("lambda", 0.7) if isinstance(mmr, Mapping) else mmr
         if isinstance(lam, bool) or not isinstance(lam, (int, float)) or not 0 <= lam <= 1:
-            raise InputError(f"mmr lambda must be a number between 0 and 1, got {lam!r}")
+            raise InvalidRequest(f"mmr lambda must be a number between 0 and 1, got {lam!r}")
     return dict(caps), (float(lam) if lam is not None else None), missing
 
 
