@@ -25,9 +25,7 @@ SEARCH_ONLY = ("explain", "tokens")
 def retrieval_options(command: Callable[..., Any]) -> Callable[..., Any]:
     """The options shared by `search` and `context`: the declared ones, then those of the
     command line's own spelling (--max-per KEY=N, --mmr, BM25's --k1 and --b, --rerank SPEC)."""
-    command = contract_options(SHARED)(command)
     extra = [
-        collection_option,
         click.option(
             "--max-per",
             multiple=True,
@@ -54,7 +52,7 @@ def retrieval_options(command: Callable[..., Any]) -> Callable[..., Any]:
     ]
     for option in reversed(extra):
         command = option(command)
-    return command
+    return collection_option(contract_options(SHARED)(command))
 
 
 def search_kwargs(p: dict[str, Any], names: tuple[str, ...] = SHARED) -> dict[str, Any]:
