@@ -170,7 +170,7 @@ def test_search_option_errors(locate, local: CountingEmbedder):
             ({"normalization": "l2"}, "normalization"),
             ({"weights": {"dense": "a lot"}}, "non-negative"),
             ({"candidates": 0}, "candidates"),
-            ({"min_dense_similarity": 3}, "between -1 and 1"),
+            ({"min_dense_similarity": 3}, "min_dense_similarity must be at most 1"),
         ]:
             with pytest.raises(InputError, match=message):
                 index.search("cats", **kwargs)
