@@ -114,3 +114,27 @@ def test_the_cli_refuses_with_the_library_words_and_code() -> None:
             search_options(**{name: int(value)})
         assert raised.value.message == library.value.message
         assert raised.value.code == "bad_request"
+
+
+INDEXING = ("include", "exclude", "lenient", "max_chars", "overlap", "min_chars")
+
+
+def test_indexing_options_come_from_the_declaration() -> None:
+    """The indexing options too: `POST /index`'s chunking and file options and the `index`
+    command's flags carry the declaration's descriptions and bounds."""
+    from ragloom.cli import cli
+    from ragloom.contract import ARGUMENTS
+    from ragloom.server.requests import IndexRequest
+
+    schema = IndexRequest.model_json_schema()
+    chunking = schema["$defs"]["ChunkingIn"]["properties"]
+    params = {opt: p for p in cli.commands["index"].params for opt in p.opts}
+    for name in INDEXING:
+        option = ARGUMENTS[name]
+        prop = chunking.get(name) or schema["properties"][name]
+        assert prop["description"] == option.description
+        assert prop.get("minimum") == option.minimum and prop.get("maximum") == option.maximum
+        assert params[option.cli_flag].help.startswith(option.description)
+        if option.kind == "integer":
+            assert prop["default"] == option.default
+            assert params[option.cli_flag].default is None  # left out: the collection's own

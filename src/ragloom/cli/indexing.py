@@ -10,26 +10,19 @@ from rich.markup import escape
 
 from ragloom.cli.common import ByteSize, collection_option, open_index, pairs, stack, where_options
 from ragloom.console import err, out, print_json, progress, report_line
+from ragloom.contract.cli import keywords
+from ragloom.contract.cli import options as contract_options
 from ragloom.index import Index, IndexReport
 from ragloom.loading import DEFAULT_MAX_FILE_SIZE, JsonlFields, ReadPolicy
+
+# The declared indexing options (`ragloom.contract`): a chunk size left out keeps the
+# collection's own.
+INDEXING = ("include", "exclude", "lenient", "max_chars", "overlap", "min_chars")
 
 INDEX_OPTIONS = stack(
     click.argument("paths", nargs=-1, required=True),
     collection_option,
-    click.option(
-        "--include", multiple=True, help="Glob of files to take inside folders (repeatable)."
-    ),
-    click.option("--exclude", multiple=True, help="Glob of files to leave out (repeatable)."),
-    click.option("--lenient", is_flag=True, help="Replace invalid UTF-8 and skip bad JSONL lines."),
-    click.option(
-        "--chunk-size", type=click.IntRange(min=0), help="Max characters a chunk (0: whole)."
-    ),
-    click.option(
-        "--overlap", type=click.IntRange(min=0), help="Characters shared by adjacent chunks."
-    ),
-    click.option(
-        "--min-chunk", type=click.IntRange(min=0), help="Drop fragments shorter than this."
-    ),
+    contract_options(INDEXING, unset=True),
     click.option(
         "--chunk-mode",
         type=click.Choice(["auto", "prose", "markdown", "code"]),
@@ -132,9 +125,9 @@ def index_cmd(
     include: tuple[str, ...],
     exclude: tuple[str, ...],
     lenient: bool,
-    chunk_size: int | None,
+    max_chars: int | None,
     overlap: int | None,
-    min_chunk: int | None,
+    min_chars: int | None,
     chunk_mode: str | None,
     code_chunk_size: int | None,
     split_identifiers: bool | None,
@@ -153,13 +146,14 @@ def index_cmd(
     Every good file is indexed; a file that cannot be is reported with its reason and
     position, and the command then exits with status 1.
     """
+    keywords(INDEXING, {"max_chars": max_chars, "overlap": overlap, "min_chars": min_chars})
     with open_index(ctx, create=True) as index:
         _configure(
             index,
             collection,
-            chunk_size,
+            max_chars,
             overlap,
-            min_chunk,
+            min_chars,
             chunk_mode,
             code_chunk_size,
             split_identifiers,

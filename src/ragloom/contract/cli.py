@@ -45,6 +45,8 @@ def value_of(option: Option, raw: Any) -> Any:
         return None
     if option.pairs:
         value: Any = dict(_pair(option, item) for item in raw)
+    elif option.kind == "array" and option.items == "string":
+        value = list(raw)
     elif option.kind == "array":
         value = [_json(option, item) for item in raw]
     elif option.kind == "object":
@@ -55,8 +57,9 @@ def value_of(option: Option, raw: Any) -> Any:
     return value
 
 
-def click_option(option: Option) -> Callable[[Callable[..., Any]], Any]:
-    """One declared option as a click option (its value as click parsed it)."""
+def click_option(option: Option, unset: bool = False) -> Callable[[Callable[..., Any]], Any]:
+    """One declared option as a click option (its value as click parsed it). `unset`: no
+    default, so that an option left out keeps what is stored (a collection's chunking)."""
     names = [option.cli_flag, *([option.short] if option.short else []), option.name]
     help_text = option.description
     if option.kind == "boolean":
@@ -65,22 +68,24 @@ def click_option(option: Option) -> Callable[[Callable[..., Any]], Any]:
     kind = kinds.get(option.kind, click.STRING)  # choices and bounds: checked by `value_of`
     many = option.kind == "array" or option.pairs
     metavar = "KEY=N" if option.pairs else "JSON" if option.kind in ("object", "array") else None
+    if option.items == "string":
+        metavar = "TEXT"
     if option.choices is not None:
         metavar = "[" + "|".join(option.choices) + "]"
     return click.option(
         *names,
         type=kind,
-        default=None if many or option.default is None else option.default,
-        show_default=option.default is not None and not many,
+        default=None if many or unset or option.default is None else option.default,
+        show_default=option.default is not None and not many and not unset,
         multiple=many,
         metavar=metavar,
         help=help_text + (" (repeatable)" if many else ""),
     )
 
 
-def options(names: Iterable[str]) -> Callable[[Callable[..., Any]], Any]:
-    """A decorator adding the named options, in order."""
-    decorators = [click_option(ARGUMENTS[name]) for name in names]
+def options(names: Iterable[str], unset: bool = False) -> Callable[[Callable[..., Any]], Any]:
+    """A decorator adding the named options, in order (`unset`: without defaults)."""
+    decorators = [click_option(ARGUMENTS[name], unset) for name in names]
 
     def add(command: Callable[..., Any]) -> Any:
         for decorator in reversed(decorators):

@@ -286,8 +286,63 @@ TOOL_ARGUMENTS: tuple[Option, ...] = (
     ),
 )
 
+# The options of indexing files (the library's `index_path` and `configure(chunking=...)`, the
+# `index` command, `POST /index`). The chunk sizes' defaults are a new collection's; on the
+# command line a size left out keeps the collection's own.
+_INDEXING = ("library", "cli", "http")
+INDEX_OPTIONS: tuple[Option, ...] = (
+    Option(
+        "include",
+        "array",
+        "Globs of files to take inside folders.",
+        items="string",
+        surfaces=_INDEXING,
+    ),
+    Option("exclude", "array", "Globs of files to leave out.", items="string", surfaces=_INDEXING),
+    Option(
+        "lenient",
+        "boolean",
+        "Replace invalid UTF-8 and skip bad JSONL lines.",
+        default=False,
+        surfaces=_INDEXING,
+    ),
+    Option(
+        "max_chars",
+        "integer",
+        "Max characters a chunk (0: each document whole).",
+        default=400,
+        minimum=0,
+        maximum=1_000_000,
+        flag="--chunk-size",
+        surfaces=_INDEXING,
+    ),
+    Option(
+        "overlap",
+        "integer",
+        "Characters shared by adjacent chunks.",
+        default=80,
+        minimum=0,
+        maximum=1_000_000,
+        surfaces=_INDEXING,
+    ),
+    Option(
+        "min_chars",
+        "integer",
+        "Drop fragments shorter than this.",
+        default=20,
+        minimum=0,
+        maximum=1_000_000,
+        flag="--min-chunk",
+        surfaces=_INDEXING,
+    ),
+)
+
 OPTIONS: dict[str, Option] = {o.name: o for o in SEARCH_OPTIONS}
-ARGUMENTS: dict[str, Option] = {**OPTIONS, **{o.name: o for o in TOOL_ARGUMENTS}}
+ARGUMENTS: dict[str, Option] = {
+    **OPTIONS,
+    **{o.name: o for o in TOOL_ARGUMENTS},
+    **{o.name: o for o in INDEX_OPTIONS},
+}
 
 
 def offered(surface: str) -> tuple[Option, ...]:

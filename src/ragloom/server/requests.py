@@ -97,12 +97,16 @@ def _no_default(schema: dict[str, Any]) -> None:
 _integral = integral
 
 
-class ChunkingIn(_Strict):
+class _Chunking(_Strict):
     """Chunking of the collection (applies to documents indexed from now on)."""
 
-    max_chars: Int = Field(400, ge=0, le=1_000_000, description="0: each document whole.")
-    overlap: Int = Field(80, ge=0, le=1_000_000)
-    min_chars: Int = Field(20, ge=0, le=1_000_000)
+
+ChunkingIn = create_model(  # type: ignore[call-overload]
+    "ChunkingIn",
+    __base__=_Chunking,
+    __module__=__name__,
+    **fields(("max_chars", "overlap", "min_chars")),
+)
 
 
 class NovelEnrichIn(_Strict):
@@ -134,10 +138,16 @@ class IndexRequest(_Strict):
         Field(None, description="Inline documents to index.", json_schema_extra=_no_default)
     )
     collection: Name | None = None
-    include: list[Text] = Field(default_factory=list, description="Globs of files to take.")
-    exclude: list[Text] = Field(default_factory=list, description="Globs of files to skip.")
-    lenient: bool = Field(False, description="Replace invalid UTF-8, skip bad JSONL lines.")
-    chunking: ChunkingIn | None = Field(None, description="Set the collection's chunking first.")
+    include: list[Text] = Field(
+        default_factory=list, description=OPTIONS_AND_ARGUMENTS["include"].description
+    )
+    exclude: list[Text] = Field(
+        default_factory=list, description=OPTIONS_AND_ARGUMENTS["exclude"].description
+    )
+    lenient: bool = contract_field(OPTIONS_AND_ARGUMENTS["lenient"])[1]
+    chunking: ChunkingIn | None = Field(  # type: ignore[valid-type]
+        None, description="Set the collection's chunking first."
+    )
     title_weight: Annotated[int, Interval(ge=0, le=10), BeforeValidator(_integral)] | None = Field(
         None, description="Count each title's terms this often in its chunks."
     )
