@@ -72,6 +72,13 @@ class PathNotFound(InputError):
     code = "not_found"
 
 
+class FilterTypeMismatch(InputError):
+    """A filter compares a field with a value of another kind than every value it holds
+    (`{"hives": {"$gt": "five"}}` on a field of numbers): it could match nothing."""
+
+    code = "filter_type"
+
+
 class DecodeError(InputError):
     """A file's text does not decode (UTF-8, or the UTF-16/32 its byte-order mark names);
     names the file, the byte offset in it and, when known, the line."""

@@ -7,14 +7,16 @@ A bare value means equality (on a list field: the list contains it). Operators: 
 $nin $gt $gte $lt $lte $exists $overlap, $version_{eq,gt,gte,lt,lte} for dotted versions
 ("9.0" < "18.0"), and $and / $or / $not to combine. Keys may use dots for nested fields.
 Malformed filters raise `InputError` when compiled; a chunk whose value has another type
-than the operand simply does not match.
+than the operand simply does not match, but a comparison ($gt, $gte, $lt, $lte) with a kind
+(number or string) the field never holds in the collection is `FilterTypeMismatch`
+(`mistyped` decides it from the field's values).
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -78,6 +80,33 @@ def _ordered(actual: Any, expected: Any, op: str) -> bool:
         "$lt": actual < expected,
         "$lte": actual <= expected,
     }[op]
+
+
+def _kind(value: Any) -> str | None:
+    """ "number" or "string" for values the ordering operators compare, else None."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return "number"
+    return "string" if isinstance(value, str) else None
+
+
+def mistyped(leaf: Leaf, values: Iterable[Any]) -> str | None:
+    """Why a comparison leaf can match nothing: the field's `values` (its distinct values in
+    a collection) hold comparable ones, and none of the operand's kind. None when it can match
+    (or when the leaf is no comparison, or the field holds nothing comparable)."""
+    wanted = _kind(leaf.operand) if leaf.op in COMPARISONS else None
+    if wanted is None:
+        return None
+    kinds = {_kind(v) for v in values} - {None}
+    if not kinds or wanted in kinds:
+        return None
+    (held,) = kinds
+    example = next(v for v in values if _kind(v) == held)
+    return (
+        f"filter on {leaf.key!r}: {leaf.op} compares with the {wanted} {leaf.operand!r}, "
+        f"but {leaf.key!r} holds {held}s (e.g. {example!r})"
+    )
 
 
 def _field_predicate(key: str, op: str, operand: Any) -> Predicate:
@@ -231,6 +260,12 @@ def leaves(node: FilterNode) -> list[Leaf]:
     if isinstance(node, Not):
         return leaves(node.part)
     return [leaf for part in node.parts for leaf in leaves(part)]
+
+
+def lookup(metadata: Mapping[str, Any], key: str) -> tuple[bool, Any]:
+    """(found, value) of a (possibly dotted) key in a metadata dict, as filters read it."""
+    value = _lookup(metadata, key)
+    return (False, None) if value is _MISSING else (True, value)
 
 
 def compile_filter(spec: Any) -> Predicate:

@@ -15,8 +15,9 @@ from ragloom.config import CollectionConfig
 from ragloom.embedding import Embedder
 from ragloom.embedding.floors import dense_floor_of
 from ragloom.engine.embedders import Embedders, QueryVectors
-from ragloom.errors import NotFound, ShardUnavailable
+from ragloom.errors import FilterTypeMismatch, NotFound, ShardUnavailable
 from ragloom.expansion.rm3 import prf_search
+from ragloom.filters import COMPARISONS, FilterNode, leaves, mistyped
 from ragloom.lexical import BM25Params, bm25_ceiling, bm25_idf
 from ragloom.retrieval.search import Leg, Ranking, SearchOptions
 from ragloom.store.base import CollectionReader, Snapshot
@@ -63,6 +64,7 @@ def collection_legs(
         )
     reader = snap.collection(collection)
     config = reader.config
+    check_filter_kinds(reader, options.filter_node)
     options = options.with_defaults(config.search)  # the collection's own (tuned) defaults
     stored_model = config.embedding
     embedder = models.for_collection(collection, stored_model, reader.size() > 0)
@@ -108,6 +110,17 @@ def collection_legs(
         ceiling,
         config.fusion_profile or None,
     )
+
+
+def check_filter_kinds(reader: CollectionReader, node: FilterNode | None) -> None:
+    """FilterTypeMismatch for a comparison with a kind its field never holds here (it would
+    quietly match nothing: `{"hives": {"$gt": "five"}}` on a field of numbers)."""
+    for leaf in leaves(node) if node is not None else ():
+        if leaf.op in COMPARISONS:
+            why = mistyped(leaf, reader.field_values(leaf.key))
+            if why is not None:
+                hint = "compare with a value of the kind the field holds"
+                raise FilterTypeMismatch(why, hint)
 
 
 def query_ceiling(reader: CollectionReader, terms: Sequence[str], params: BM25Params) -> float:

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from ragloom.filters import AnyOf, FilterNode, Leaf, Not
+from ragloom.filters import AnyOf, FilterNode, Leaf, Not, lookup
 
 _SCALARS = (str, int, float, bool, type(None))
 
@@ -147,6 +147,16 @@ class MetadataColumns:
         out = np.ones(self.n, bool)
         for part in node.parts:
             out &= self.evaluate(part)
+        return out
+
+    def values_of(self, key: str) -> list[Any]:
+        """The distinct values a filter on `key` (dots for nested fields) reads here."""
+        out = []
+        for name in self._relevant(key):
+            for value in self.columns[name].values:
+                found, inner = lookup({name: value}, key)
+                if found:
+                    out.append(inner)
         return out
 
     def _relevant(self, key: str) -> list[str]:

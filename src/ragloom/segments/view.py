@@ -165,6 +165,11 @@ class CollectionView:
     def avgdl(self) -> float:
         return self.total_length / self.n_live if self.n_live else 0.0
 
+    def field_values(self, key: str) -> list[Any]:
+        """The values a filter on `key` reads in this view's segments (deleted chunks' too:
+        enough to tell which kinds the field holds)."""
+        return [v for p in self.parts for v in p.segment.columns.values_of(key)]
+
     def df(self, term: int) -> int:
         """Live chunks containing the term (remembered: a view never changes)."""
         key = ("df", term)

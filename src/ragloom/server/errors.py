@@ -58,6 +58,7 @@ STATUS_BY_CODE: dict[str, int] = {
     "bad_host": 421,
     "unsupported_media_type": 415,
     "bad_input": 400,
+    "filter_type": 400,
     "invalid_utf8": 400,
     "bad_record": 400,
     "embedding_mismatch": 409,

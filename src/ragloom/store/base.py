@@ -101,6 +101,11 @@ class CollectionReader(ABC):
         empty for a store of one piece."""
         return []
 
+    @abstractmethod
+    def field_values(self, key: str) -> list[Any]:
+        """Values a filter on the metadata `key` (dots for nested fields) reads in this
+        collection (distinct or not): what kinds of value the field holds."""
+
 
 class Snapshot(ABC):
     """One committed version of the index."""

@@ -15,7 +15,7 @@ from ragloom.errors import NotFound
 from ragloom.filters import FilterNode
 from ragloom.lexical.bm25 import BM25Params
 from ragloom.store.base import CollectionReader, Snapshot
-from ragloom.store.postgres import legs
+from ragloom.store.postgres import legs, where
 from ragloom.store.records import CollectionInfo, StoredChunk, StoredDocument
 from ragloom.store.rows import parse_config
 from ragloom.store.text import rebuild_text, text_hash
@@ -143,6 +143,10 @@ class PostgresCollection(CollectionReader):
 
     def pending(self) -> int:
         return self.row.chunks - self.row.vectors if self.row.config.get("embedding") else 0
+
+    def field_values(self, key: str) -> list[Any]:
+        cache = self.snapshot.store.filter_values
+        return where.field_values(self.conn, self.row.id, self.row.changed, key, cache)
 
     def chunk_documents(self) -> dict[int, str]:
         return dict(

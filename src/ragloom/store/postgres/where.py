@@ -16,7 +16,7 @@ from typing import Any
 
 from psycopg import sql
 
-from ragloom.filters import AllOf, AnyOf, FilterNode, Leaf, Not
+from ragloom.filters import AllOf, AnyOf, FilterNode, Leaf, Not, lookup
 
 MISSING = "~"  # stands for an absent field (never the text of a JSON value)
 SEPARATOR = "\x1f"  # between fields (escaped inside any JSON text)
@@ -60,6 +60,17 @@ def distinct_values(conn, collection: int, changed: int, fields, cache: dict) ->
             cache.clear()
         cache[key] = found
     return found
+
+
+def field_values(conn, collection: int, changed: int, key: str, cache: dict) -> list[Any]:
+    """The distinct values a filter on `key` reads in one collection version."""
+    fields = fields_of(key)
+    out = []
+    for text in distinct_values(conn, collection, changed, fields, cache):
+        found, value = lookup(_as_metadata(fields, tuple(text.split(SEPARATOR))), key)
+        if found:
+            out.append(value)
+    return out
 
 
 def leaf_sql(leaf: Leaf, values: list[str]) -> sql.Composable:

@@ -178,6 +178,10 @@ class ShardedCollection(CollectionReader):
     def pending(self) -> int:
         return sum(r.pending() for r in self.readers.values())
 
+    def field_values(self, key: str) -> list[Any]:
+        found = fan_out(lambda i, r: r.field_values(key), self.readers)
+        return [value for values in found.values() for value in values]
+
     def chunk_documents(self) -> dict[int, str]:
         out: dict[int, str] = {}
         for i, reader in self.readers.items():

@@ -103,6 +103,9 @@ class SQLiteCollection(CollectionReader):
     def pending(self) -> int:
         return self.view.n_pending if self.info.config.get("embedding") else 0
 
+    def field_values(self, key: str) -> list[Any]:
+        return self.view.field_values(key)
+
     def chunk_documents(self) -> dict[int, str]:
         return dict(
             self.snapshot.conn.execute(
