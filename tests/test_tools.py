@@ -46,7 +46,8 @@ def test_schemas_are_openai_function_tools():
 
 def test_search_tool_with_filters_and_collections(toolbox):
     answer = toolbox.call("search", '{"query": "silver key", "top_k": 5}')
-    assert answer["ok"] and [r["document_id"] for r in answer["results"]] == ["key", "gate"]
+    # both hold "silver key" once in five terms: equal scores rank by document id
+    assert answer["ok"] and [r["document_id"] for r in answer["results"]] == ["gate", "key"]
     assert answer["total_tokens"] == sum(r["tokens"] for r in answer["results"]) > 0
     filtered = toolbox.call("search", {"query": "silver key", "filters": {"book": 2}})
     assert [r["document_id"] for r in filtered["results"]] == ["gate"]

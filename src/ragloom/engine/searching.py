@@ -153,7 +153,11 @@ class Searcher:
 
         def controls(candidates: list[Candidate], opts: SearchOptions):
             with timed("fusion"):  # fusion's stage holds the controls after it (timing.STAGES)
-                return refine(candidates, opts, legs.metadata_of, legs.vectors_of)
+                return refine(candidates, opts, legs.metadata_of, legs.vectors_of, keys_of)
+
+        def keys_of(rows: list[int]) -> dict[int, tuple[str, int]]:
+            """Each row's stable key, which breaks ties: (document id, chunk number)."""
+            return {row: (c.document_id, c.n) for row, c in snap.chunks(rows).items()}
 
         def prime(texts: list[str]) -> None:
             if legs.embedder is not None and options.mode != "lexical":

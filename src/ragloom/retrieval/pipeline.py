@@ -3,13 +3,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
 LEXICAL, DENSE = "lexical", "dense"
+# Scores equal to this many decimals are ties: a cosine computed in float32 differs by a unit
+# in its last place between segments and stores (0.69751197 and 0.69751191 for one vector).
+TIE_PLACES = 6
+# Row ids -> each row's stable key (document id, chunk number): what breaks ties.
+KeysOf = Callable[[list[int]], Mapping[int, tuple[Any, ...]]]
 
 
 @dataclass(frozen=True)
@@ -38,15 +44,37 @@ class Candidate:
     rank_before_rerank: int | None = None
 
 
+def through_ties(
+    leg: Callable[[str, int], tuple[np.ndarray, np.ndarray]], query: str, k: int, limit: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """A leg's top `k` and every row tied with its k-th (fetched deeper, up to `limit`), so
+    that `top_k` can break the tie by stable key rather than by the rows the store had first."""
+    depth = min(k + 1, limit)
+    rows, scores = leg(query, depth)
+    while (
+        len(rows) == depth < limit
+        and len(rows) > k
+        and tie_score(float(scores[-1])) == tie_score(float(scores[k - 1]))
+    ):
+        depth = min(depth * 4, limit)
+        rows, scores = leg(query, depth)
+    return rows, scores
+
+
 def leg_candidates(
     leg: str, row_ids: np.ndarray, scores: np.ndarray, alone: bool = False
 ) -> list[Candidate]:
     """Wrap one leg's ranked output as candidates (ranks are 1-based).
 
-    `alone` marks a single-leg search, where the leg's score is also the fused score.
+    `alone` marks a single-leg search, where the leg's score is also the fused score. Rows
+    with equal scores (to TIE_PLACES) share the rank of the first of them, so that rank-based
+    fusion (RRF) keeps them tied rather than ordered by the rows the store had first.
     """
     out = []
-    for rank, (row, score) in enumerate(zip(row_ids.tolist(), scores.tolist()), start=1):
+    rank, previous = 0, None
+    for position, (row, score) in enumerate(zip(row_ids.tolist(), scores.tolist()), start=1):
+        if tie_score(score) != previous:
+            rank, previous = position, tie_score(score)
         fused = score if alone else None
         if leg == LEXICAL:
             out.append(Candidate(row, score, LEXICAL, rank, score, fused_score=fused))
@@ -73,7 +101,25 @@ def apply_min_score(candidates: Sequence[Candidate], min_score: float | None) ->
     return [c for c in candidates if c.score >= min_score]
 
 
-def top_k(candidates: Sequence[Candidate], k: int) -> list[Candidate]:
-    """The best `k` by score (stable: earlier candidates win ties)."""
-    ranked = sorted(candidates, key=lambda c: -c.score)
-    return ranked[:k]
+def tie_score(score: float) -> float:
+    """A score as the order compares it (rounded to TIE_PLACES decimals)."""
+    return round(score, TIE_PLACES)
+
+
+def top_k(
+    candidates: Sequence[Candidate], k: int, keys_of: KeysOf | None = None
+) -> list[Candidate]:
+    """The best `k` in one total order: score (to TIE_PLACES decimals, the score they then
+    carry), then the stable key `keys_of` gives the tied rows, so that equal scores rank
+    alike on every store whatever its row ids. Without `keys_of`, earlier candidates win."""
+    ranked = sorted(candidates, key=lambda c: -tie_score(c.score))
+    if not ranked:
+        return []
+    cut = tie_score(ranked[min(k, len(ranked)) - 1].score)
+    head = [c for c in ranked if tie_score(c.score) >= cut]  # the top k and ties at the cut
+    if keys_of is not None:
+        sizes = Counter(tie_score(c.score) for c in head)
+        tied = [c.row_id for c in head if sizes[tie_score(c.score)] > 1]
+        keys = keys_of(tied) if tied else {}
+        head.sort(key=lambda c: (-tie_score(c.score), keys.get(c.row_id, ())))
+    return [replace(c, score=tie_score(c.score)) for c in head[:k]]

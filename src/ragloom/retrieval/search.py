@@ -311,6 +311,9 @@ def fuse_legs(
     degraded, reason = False, None
     floor, below = None, 0
     top = None
+    if not deep:  # one leg cut at top k: fetch the ties at the cut too (one total order)
+        lexical = _through_ties(lexical, options.top_k)
+        dense = _through_ties(dense, options.top_k) if dense is not None else None
     if mode == "dense":
         rows, scores = dense(query, depth)  # type: ignore[misc]
         ranked = adaptive.alone(pipeline.leg_candidates(DENSE, rows, scores), DENSE, None)
@@ -353,6 +356,10 @@ def fuse_legs(
     return Ranking(ranked, mode, degraded, reason, floor=floor, below_floor=below)
 
 
+def _through_ties(leg: Leg, k: int) -> Leg:
+    return lambda text, _depth: pipeline.through_ties(leg, text, k, MAX_TOP_K)
+
+
 def _preference_scorer(
     options: SearchOptions, metadata_of: MetadataOf | None
 ) -> Callable[[int], float] | None:
@@ -368,8 +375,9 @@ def refine(
     options: SearchOptions,
     metadata_of: MetadataOf | None,
     vectors_of: Callable[[list[int]], np.ndarray] | None,
+    keys_of: pipeline.KeysOf | None = None,
 ) -> list[Candidate]:
-    """Boost -> minimum score -> per-key caps -> MMR -> top k."""
+    """Boost -> minimum score -> per-key caps -> MMR -> top k (ties by `keys_of`)."""
     if options.boost_rules or options.caps:
         if metadata_of is None:
             raise InputError("boosts and caps need chunk metadata")
@@ -391,4 +399,4 @@ def refine(
         pool = candidates[: options.pool_depth]
         vectors = vectors_of([c.row_id for c in pool])
         return controls.maximal_marginal_relevance(pool, vectors, options.top_k, options.mmr_lambda)
-    return pipeline.top_k(candidates, options.top_k)
+    return pipeline.top_k(candidates, options.top_k, keys_of)
