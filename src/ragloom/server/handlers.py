@@ -62,6 +62,13 @@ async def on_validation_error(request: Request, exc: Exception) -> Response:
 async def on_http_error(request: Request, exc: Exception) -> Response:
     """Routing errors (unknown path, wrong method) in the same envelope."""
     assert isinstance(exc, HTTPException)
+    if isinstance(exc.__cause__, RecursionError):  # FastAPI's body parse hit the nesting limit
+        return error_response(
+            400,
+            "bad_json",
+            "request body is nested too deeply (JSON nests at most about 1,000 levels here)",
+            "flatten the body: filters combine with $and/$or lists, nested fields use dots",
+        )
     code = _CODE_BY_STATUS.get(exc.status_code, "http_error")
     message = exc.detail if isinstance(exc.detail, str) else f"HTTP {exc.status_code}"
     headers = exc.headers

@@ -103,7 +103,7 @@ def _inspect(conn: sqlite3.Connection, path: Path) -> int:
     if app_id != APPLICATION_ID:
         if tables == 0:
             raise StoreError(
-                f"{path} is an empty file, not a ragloom index",
+                f"{path} is a SQLite database with no tables, not a ragloom index",
                 "point --index at a ragloom index file or a new path",
             )
         raise StoreError(
@@ -136,6 +136,11 @@ def open_file(path: Path, create: bool, read_only: bool) -> FileState:
             raise StoreError(
                 f"cannot create index {path}: folder {path.parent} does not exist",
                 "create the folder or choose another --index path",
+            )
+        if not os.access(path.parent, os.W_OK | os.X_OK):
+            raise StorageError(
+                f"cannot create index {path}: folder {path.parent} is read-only for this user",
+                "choose a folder you can write, or change the folder's permissions",
             )
         _create(path)
     if path.stat().st_size == 0:

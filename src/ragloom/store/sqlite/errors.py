@@ -36,6 +36,12 @@ def from_sqlite(exc: sqlite3.Error, where: str) -> StoreError:
         return StorageError(f"the operating system failed to read or write {where} ({text})")
     if primary in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB) or "malformed" in lowered:
         return StoreError(f"{where} is damaged ({text})", CHECK_HINT)
+    if lowered.startswith(("no such table:", "no such column:")):  # dropped by someone else
+        kind = "table" if lowered.startswith("no such table") else "column"
+        missing = text.split(":", 1)[1].strip()
+        return StoreError(
+            f"{where} is a damaged ragloom index: its {kind} {missing!r} is missing", CHECK_HINT
+        )
     if primary in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED) or "locked" in lowered:
         return StoreError(
             f"{where} is busy: another writer held it too long ({text})",
