@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import unicodedata
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -42,6 +43,12 @@ class Candidate:
     rerank_score: float | None = None  # the reranker's relevance score
     reranked_by: str | None = None  # the reranker's name
     rank_before_rerank: int | None = None
+
+
+def asks_anything(query: str) -> bool:
+    """False for a query of only spaces and punctuation ("???", "-- //"): no word, number
+    or symbol (emoji, currency) a leg could match."""
+    return any(ch.isalnum() or unicodedata.category(ch) in ("So", "Sc", "Sm") for ch in query)
 
 
 def through_ties(

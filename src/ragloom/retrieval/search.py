@@ -6,7 +6,6 @@ storage and models: legs -> fuse -> thresholds -> top-k, and reports degradation
 
 from __future__ import annotations
 
-import unicodedata
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -277,12 +276,6 @@ def rank(
     return ranking
 
 
-def asks_anything(query: str) -> bool:
-    """False for a query of only spaces and punctuation ("???", "-- //"): no word, number
-    or symbol (emoji, currency) a leg could match."""
-    return any(ch.isalnum() or unicodedata.category(ch) in ("So", "Sc", "Sm") for ch in query)
-
-
 def fuse_legs(
     query: str,
     options: SearchOptions,
@@ -304,7 +297,7 @@ def fuse_legs(
             f"{mode} search needs vectors, and this collection has none",
             hints=worded("give it vectors with {reembed}, or search with {lexical}"),
         )
-    if not asks_anything(query):  # no leg has anything to match (a dense model without a
+    if not pipeline.asks_anything(query):  # no leg has anything to match (a dense model without a
         return Ranking([], mode)  # floor ranked every chunk for "???", at cosine about 0)
     deep = mode == "hybrid" or options.reorders
     depth = options.pool_depth if deep else options.top_k
