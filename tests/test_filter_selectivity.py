@@ -12,7 +12,13 @@ from ragloom import Index
 from ragloom.embedding.http import OllamaEmbedder
 from ragloom.evaluation.beir import load_beir
 from ragloom.retrieval import fusion
-from ragloom.retrieval.pipeline import DENSE, LEXICAL, drop_weak_dense_only, leg_candidates
+from ragloom.retrieval.pipeline import (
+    DENSE,
+    LEXICAL,
+    drop_weak_dense_only,
+    leg_candidates,
+    top_k,
+)
 from ragloom.retrieval.search import SearchOptions
 
 from .conftest import shared_dataset
@@ -43,7 +49,12 @@ def scifact_index(tmp_path_factory):
 
 
 def brute_force(index: Index, query: str, mode: str, eligible: set[int], k: int = 3):
-    """Rank every chunk unfiltered, keep the eligible ones, take each leg's top 40, fuse (RRF)."""
+    """Rank every chunk unfiltered, keep the eligible ones, take each leg's top 40, fuse (RRF),
+    cut to k in the total order (ties by document id)."""
+    documents = index.chunk_documents()
+
+    def keys_of(rows: list[int]) -> dict[int, tuple[str, int]]:
+        return {row: (documents[row], 0) for row in rows}  # one chunk per document
 
     def leg(name: str):
         ranked = index.rank(query, SearchOptions(mode=name, top_k=EVERYTHING)).candidates
@@ -53,9 +64,10 @@ def brute_force(index: Index, query: str, mode: str, eligible: set[int], k: int 
 
     lexical = leg(LEXICAL)
     if mode == "lexical":
-        return [(c.row_id, c.score) for c in lexical[:k]]
+        return [(c.row_id, c.score) for c in top_k(lexical, k, keys_of)]
     fused = fusion.reciprocal_rank_fusion({LEXICAL: lexical, DENSE: leg(DENSE)})
-    return [(c.row_id, c.score) for c in drop_weak_dense_only(fused, 0.45)[:k]]
+    kept = drop_weak_dense_only(fused, 0.45)
+    return [(c.row_id, c.score) for c in top_k(kept, k, keys_of)]
 
 
 @pytest.mark.parametrize("mode", ["lexical", "hybrid"])

@@ -35,7 +35,7 @@ def test_ties_rank_by_document_id_on_both_stores(tmp_path: Path, pg_url, options
         with ragloom.Index(location, embedder="local") as index:
             _history(index, reverse)
             hits = index.search("drowned bell dead", **options)
-            assert len({h.score for h in hits}) == 1  # all tied
+            assert len({h.score for h in hits}) == 1  # all tied, and shown so
             orders.append([h.document_id for h in hits])
     expected = sorted(IDS)[: options["top_k"]]
     assert orders == [expected] * 4, orders

@@ -12,9 +12,10 @@ from typing import Any
 import numpy as np
 
 LEXICAL, DENSE = "lexical", "dense"
-# Scores equal to this many decimals are ties: a cosine computed in float32 differs by a unit
-# in its last place between segments and stores (0.69751197 and 0.69751191 for one vector).
-TIE_PLACES = 6
+# Scores equal to this many significant digits are ties: a cosine computed in float32 differs
+# by a unit in its last place between segments and stores (0.69751197 and 0.69751191 for one
+# vector), a BM25 sum in its 16th digit between SQLite and PostgreSQL.
+TIE_DIGITS = 6
 # Row ids -> each row's stable key (document id, chunk number): what breaks ties.
 KeysOf = Callable[[list[int]], Mapping[int, tuple[Any, ...]]]
 
@@ -74,7 +75,7 @@ def leg_candidates(
     """Wrap one leg's ranked output as candidates (ranks are 1-based).
 
     `alone` marks a single-leg search, where the leg's score is also the fused score. Rows
-    with equal scores (to TIE_PLACES) share the rank of the first of them, so that rank-based
+    with equal scores (to TIE_DIGITS) share the rank of the first of them, so that rank-based
     fusion (RRF) keeps them tied rather than ordered by the rows the store had first.
     """
     out = []
@@ -109,24 +110,31 @@ def apply_min_score(candidates: Sequence[Candidate], min_score: float | None) ->
 
 
 def tie_score(score: float) -> float:
-    """A score as the order compares it (rounded to TIE_PLACES decimals)."""
-    return round(score, TIE_PLACES)
+    """A score as the order compares it (to TIE_DIGITS significant digits)."""
+    return float(f"{score:.{TIE_DIGITS}g}")
 
 
 def top_k(
     candidates: Sequence[Candidate], k: int, keys_of: KeysOf | None = None
 ) -> list[Candidate]:
-    """The best `k` in one total order: score (to TIE_PLACES decimals, the score they then
-    carry), then the stable key `keys_of` gives the tied rows, so that equal scores rank
-    alike on every store whatever its row ids. Without `keys_of`, earlier candidates win."""
+    """The best `k` in one total order: score (to TIE_DIGITS significant digits), then the
+    stable key `keys_of` gives the tied rows, so that equal scores rank alike on every store
+    whatever its row ids (without `keys_of`, earlier candidates win). Tied hits all carry
+    the best score of their tie, so that the scores shown never rise down the list."""
     ranked = sorted(candidates, key=lambda c: -tie_score(c.score))
     if not ranked:
         return []
     cut = tie_score(ranked[min(k, len(ranked)) - 1].score)
     head = [c for c in ranked if tie_score(c.score) >= cut]  # the top k and ties at the cut
+    sizes = Counter(tie_score(c.score) for c in head)
     if keys_of is not None:
-        sizes = Counter(tie_score(c.score) for c in head)
         tied = [c.row_id for c in head if sizes[tie_score(c.score)] > 1]
         keys = keys_of(tied) if tied else {}
         head.sort(key=lambda c: (-tie_score(c.score), keys.get(c.row_id, ())))
-    return [replace(c, score=tie_score(c.score)) for c in head[:k]]
+    best: dict[float, float] = {}
+    for c in head:
+        best[tie_score(c.score)] = max(best.get(tie_score(c.score), c.score), c.score)
+    return [
+        replace(c, score=best[tie_score(c.score)]) if sizes[tie_score(c.score)] > 1 else c
+        for c in head[:k]
+    ]
