@@ -56,6 +56,7 @@ class LegCache:
     fetched: dict[str, int] = field(default_factory=lambda: {LEXICAL: 0, DENSE: 0})
     _lists: dict[str, dict[str, _List]] = field(default_factory=lambda: {LEXICAL: {}, DENSE: {}})
     profile: dict[str, Any] | None = None  # the collection's fusion profile, as searches use
+    _keys: dict[int, tuple[str, int]] = field(default_factory=dict)  # row -> (document, n)
 
     def __post_init__(self) -> None:
         if self.profile is None:
@@ -117,8 +118,18 @@ class LegCache:
             dense,
             ceiling=lambda text: self._get(LEXICAL, text, 1).ceiling,
             profile=self.profile,
+            keys_of=self.keys_of,
         )
         return [c.row_id for c in ranking.candidates]
+
+    def keys_of(self, rows: list[int]) -> dict[int, tuple[str, int]]:
+        """Each row's stable key (document id, chunk number), which breaks ties as in a search."""
+        wanted = [r for r in rows if r not in self._keys]
+        if wanted:
+            with self.index.store.snapshot() as snap:
+                for row, chunk in snap.chunks(wanted).items():
+                    self._keys[row] = (chunk.document_id, chunk.n)
+        return {r: self._keys[r] for r in rows if r in self._keys}
 
     def leg_ms_per_query(self, kind: str) -> float | None:
         """Mean milliseconds one fetch of a leg took (None before any)."""

@@ -262,8 +262,10 @@ def rank(
     dense_floor: float | None = None,
     ceiling: Ceiling | None = None,
     profile: Mapping[str, Any] | None = None,
+    keys_of: pipeline.KeysOf | None = None,
 ) -> Ranking:
-    """Run the legs the mode asks for, fuse, then boost, threshold, diversify, keep top k.
+    """Run the legs the mode asks for, fuse, then boost, threshold, diversify, keep top k
+    (ties in the order of `keys_of`, `ragloom.retrieval.pipeline.top_k`).
 
     The legs apply any filter themselves. `metadata_of` serves boosts and caps;
     `vectors_of` serves MMR. `dense_floor` is the model's floor for dense-only hits, used
@@ -272,7 +274,7 @@ def rank(
     """
     ranking = fuse_legs(query, options, lexical, dense, metadata_of, dense_floor, ceiling, profile)
     with timed("fusion"):
-        ranking.candidates = refine(ranking.candidates, options, metadata_of, vectors_of)
+        ranking.candidates = refine(ranking.candidates, options, metadata_of, vectors_of, keys_of)
     return ranking
 
 
