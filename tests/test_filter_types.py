@@ -88,3 +88,18 @@ def test_command_line_and_http_name_the_mismatch(tmp_path) -> None:
         body = {"query": "bees", "filters": {"hives": {"$gt": "five"}}}
         answer = httpx.post(f"{server.url}/query", json=body, timeout=30)
     assert answer.status_code == 400 and answer.json()["code"] == "filter_type", answer.text
+
+
+def test_a_shard_set_names_the_mismatch_too() -> None:
+    from .shard_set import start_shards
+
+    servers = start_shards(2)
+    try:
+        with ragloom.Index(servers.url(), embedder=None) as index:
+            index.add(DOCS)
+            with pytest.raises(FilterTypeMismatch, match="'hives' holds numbers"):
+                index.search("bees", filters={"hives": {"$gt": "five"}})
+            hits = index.search("bees", top_k=10, filters={"hives": {"$gt": 3}})
+            assert [h.document_id for h in hits] == ["a"]
+    finally:
+        servers.stop()
