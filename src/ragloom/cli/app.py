@@ -9,7 +9,14 @@ import sys
 import click
 
 from ragloom.cli.indexing import index_cmd
-from ragloom.cli.operations import backup_cmd, export_cmd, import_cmd, migrate, restore_cmd
+from ragloom.cli.operations import (
+    add_shard,
+    backup_cmd,
+    export_cmd,
+    import_cmd,
+    migrate,
+    restore_cmd,
+)
 from ragloom.cli.searching import context, search
 from ragloom.cli.serving import mcp, serve
 from ragloom.cli.upkeep import check, delete, reembed, stats
@@ -117,6 +124,7 @@ for command in (
     export_cmd,
     import_cmd,
     migrate,
+    add_shard,
     serve,
     mcp,
 ):

@@ -1,4 +1,5 @@
-"""`ragloom backup`, `restore`, `export`, `import` and `migrate`: whole-index operations."""
+"""`ragloom backup`, `restore`, `export`, `import`, `migrate` and `add-shard`: whole-index
+operations."""
 
 from __future__ import annotations
 
@@ -110,3 +111,22 @@ def migrate(source: str, target: str, as_json: bool) -> None:
         f"copied {report.documents} documents, {report.chunks} chunks and {report.vectors}"
         f" vectors in {len(report.collections)} collection(s) into {report.target}"
     )
+
+
+@click.command("add-shard")
+@click.argument("set_url")
+@click.argument("shard_url")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+def add_shard(set_url: str, shard_url: str, as_json: bool) -> None:
+    """Grow a shard set (postgresql+shards://...) by one PostgreSQL server, online.
+
+    Documents whose home becomes the new shard move in small atomic writes while searches and
+    writes go on; prints the grown set's URL, which every process must use from now on."""
+    from ragloom.store.shards.grow import add_shard as grow
+
+    report = grow(set_url, shard_url)
+    if as_json:
+        click.echo(json.dumps(report.__dict__))
+        return
+    err.print(f"moved {sum(report.moved.values())} documents to the new shard")
+    click.echo(report.url)

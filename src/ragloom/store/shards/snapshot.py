@@ -199,12 +199,21 @@ class ShardedSnapshot(Snapshot):
         self.generation = sum(p.generation for p in parts.values())
         self._readers: dict[str, ShardedCollection] = {}
 
-    def _home(self, doc_id: str) -> Any | None:
-        """The snapshot of the shard holding `doc_id` (None when it is down)."""
-        return self.parts.get(shard_of(doc_id, self.store.count))
+    def _homes(self, doc_id: str) -> list[int]:
+        """The shards that may hold `doc_id`: its home, and while the set grows its old one."""
+        home = shard_of(doc_id, self.store.count)
+        moving = self.store.moving_from
+        old = shard_of(doc_id, moving) if moving else home
+        return [home] if old == home else [home, old]
 
     def _groups(self, doc_ids: Sequence[str]) -> dict[int, list[str]]:
         groups = by_shard(doc_ids, self.store.count)
+        moving = self.store.moving_from
+        if moving:
+            for i, ids in by_shard(doc_ids, moving).items():
+                mine = groups.setdefault(i, [])
+                known = set(mine)
+                mine.extend(d for d in ids if d not in known)
         return {i: ids for i, ids in groups.items() if i in self.parts}
 
     def collections(self) -> dict[str, CollectionInfo]:
@@ -280,11 +289,15 @@ class ShardedSnapshot(Snapshot):
         return out
 
     def document_text(self, collection: str, doc_id: str) -> str:
-        home = self._home(doc_id)
-        if home is None:
-            down = self.missing.get(shard_of(doc_id, self.store.count), "its shard is down")
-            raise NotFound(f"no document {doc_id!r} in collection {collection!r} ({down})")
-        return home.document_text(collection, doc_id)
+        for i in self._homes(doc_id):
+            if i not in self.parts:
+                down = self.missing.get(i, "its shard is down")
+                raise NotFound(f"no document {doc_id!r} in collection {collection!r} ({down})")
+            try:
+                return self.parts[i].document_text(collection, doc_id)
+            except NotFound:
+                continue
+        raise NotFound(f"no document {doc_id!r} in collection {collection!r}")
 
     def documents(
         self, collection: str | None, offset: int = 0, limit: int = 100

@@ -22,7 +22,7 @@ from typing import Any
 
 import psycopg
 
-from ragloom.errors import ReadInterrupted, ShardUnavailable, StoreError
+from ragloom.errors import InputError, ReadInterrupted, ShardUnavailable, StoreError
 from ragloom.store.base import Store
 from ragloom.store.postgres import PostgresStore
 from ragloom.store.postgres.errors import from_psycopg
@@ -30,7 +30,7 @@ from ragloom.store.records import CollectionInfo
 from ragloom.store.shards import commit
 from ragloom.store.shards.snapshot import ShardedSnapshot
 from ragloom.store.shards.url import ShardSet, parse_shard_set
-from ragloom.store.shards.write import ShardedWrite
+from ragloom.store.shards.write import ShardedWrite, moving_from
 
 RETRY_AFTER = 1.0  # seconds a shard found down is skipped before it is tried again
 BEGIN_ATTEMPTS = 3  # snapshots opened again after resolving orphaned prepared transactions
@@ -58,10 +58,34 @@ class ShardedStore(Store):
                 errors.append(exc)
         if len(errors) == len(self.set.shards):
             raise errors[0]
+        self.moving_from: int | None = None  # while a shard is being added (`grow`)
+        self._read_layout()
         for i in range(len(self.set.shards)):  # writers that died between the two phases
             if self._shards[i] is not None and not read_only:
                 with contextlib.suppress(StoreError, psycopg.Error):
                     self.resolve(i)
+
+    def _read_layout(self) -> None:
+        """Refuse a URL that lacks shards the set has grown by; note a move in progress."""
+        for i, store in enumerate(self._shards):
+            if store is None:
+                continue
+            with store.snapshot() as snap:
+                meta = dict(
+                    snap.conn.execute(
+                        "SELECT key, value FROM meta WHERE key IN ('shards', 'moving_from')"
+                    ).fetchall()
+                )
+            if int(meta.get("shards", 0)) > self.count:
+                self.close()
+                raise InputError(
+                    f"{self.set.label(i)} belongs to a set of {meta['shards']} shards, but the"
+                    f" URL names {self.count}",
+                    "open the set with the URL naming every shard (ragloom add-shard prints it)",
+                )
+            moving = moving_from(meta, self.count)
+            if moving is not None:
+                self.moving_from = moving
 
     @property
     def count(self) -> int:

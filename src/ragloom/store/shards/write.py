@@ -27,6 +27,16 @@ from ragloom.store.shards.placement import global_row, rows_by_shard, shard_of
 
 LOCK_TIMEOUT = "30s"  # a writer waiting this long for a shard's write lock gives up
 LOCK_SECONDS = 30.0  # the same inside this process
+LAYOUT = "SELECT key, value FROM meta WHERE key IN ('shards', 'moving_from')"
+
+
+def moving_from(layout: dict[str, int], count: int) -> int | None:
+    """The set's size before a shard was added, while documents may still sit on their old
+    home: during `add-shard`, or for a URL naming a shard the set has not yet grown by."""
+    if "moving_from" in layout:
+        return int(layout["moving_from"])
+    stored = int(layout.get("shards", count))
+    return stored if stored < count else None
 
 
 @dataclass
@@ -45,6 +55,8 @@ class ShardedWrite(Write):
         self.parts: dict[int, Part] = {}
         self._held: list[Any] = []  # shard write locks held by this write
         self._infos: dict[tuple[int, str], CollectionInfo] = {}
+        # see `moving_from`: as the shards opened say (a new shard says nothing yet)
+        self.moving: int | None = store.moving_from
 
     # -- shards -------------------------------------------------------------------------
     def part(self, i: int) -> Part:
@@ -65,10 +77,13 @@ class ShardedWrite(Write):
                     "UPDATE meta SET value = value + 1 WHERE key = 'generation' RETURNING value"
                 ).fetchone()[0]
             )
+            layout = dict(conn.execute(LAYOUT).fetchall())
         except (psycopg.Error, StoreError) as exc:
             if conn is not None:
                 shard._rollback(conn)
             raise self._failed(i, exc) from None
+        if layout:  # a shard the set is growing by holds no layout yet
+            self.moving = self.store.moving_from = moving_from(layout, self.store.count)
         part = self.parts[i] = Part(i, shard, conn, PostgresWrite(shard, conn, generation))
         return part
 
@@ -105,6 +120,11 @@ class ShardedWrite(Write):
     # -- collections ------------------------------------------------------------------
     def ensure_collection(self, name: str, config: dict[str, Any]) -> CollectionInfo:
         infos = [self._call(i, lambda w: w.ensure_collection(name, config)) for i in self.every()]
+        for i in self.every():  # the set's size, recorded with its first collection
+            self.part(i).conn.execute(
+                "INSERT INTO meta (key, value) VALUES ('shards', %s) ON CONFLICT (key) DO NOTHING",
+                (self.store.count,),
+            )
         for i, info in enumerate(infos):
             self._infos[(i, name)] = info
         return infos[0]
@@ -144,6 +164,11 @@ class ShardedWrite(Write):
         for n, doc in enumerate(documents):
             groups.setdefault(shard_of(doc.document.id, self.store.count), []).append(n)
         starts = np.concatenate(([0], np.cumsum([len(d.chunks) for d in documents])))
+        wanted = set(groups)
+        if self.moving:  # old homes too, so that every shard opens in order
+            wanted |= {shard_of(d.document.id, self.moving) for d in documents}
+        for i in sorted(wanted):
+            self.part(i)
         for i in sorted(groups):  # shard order: no two writers wait for each other in a circle
             picked = [documents[n] for n in groups[i]]
             part_terms = None
@@ -166,7 +191,7 @@ class ShardedWrite(Write):
     ) -> None:
         """While the set grows, a document may still sit on its old shard: the write that
         places it on its new home removes that copy in the same atomic write."""
-        moving = getattr(self.store, "moving_from", None)
+        moving = self.moving
         if not moving:
             return
         for old, ids in self._group_in(doc_ids, moving).items():
@@ -186,9 +211,12 @@ class ShardedWrite(Write):
 
     def delete(self, collection: CollectionInfo, doc_id: str) -> int | None:
         i = shard_of(doc_id, self.store.count)
+        if self.moving:  # both homes, in shard order
+            for j in sorted({i, shard_of(doc_id, self.moving)}):
+                self.part(j)
         info = self.local(i, collection)
         removed = self._call(i, lambda w: w.delete(info, doc_id))
-        moving = getattr(self.store, "moving_from", None)
+        moving = self.moving
         old = shard_of(doc_id, moving) if moving else i
         if old != i:
             info_old = self.local(old, collection)

