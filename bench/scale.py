@@ -1,4 +1,4 @@
-"""Scale benchmark (issues 14 and 18): build, size, open, query and write at 10k-1M chunks.
+"""Scale benchmark (issues 14, 18 and 23): build, size, open, query and write at 10k-1M chunks.
 
 Usage: python bench/scale.py [--sizes 10000 100000 1000000] [--work /tmp/ragloom-scale]
        [--cache /work/cache]
@@ -6,8 +6,12 @@ Usage: python bench/scale.py [--sizes 10000 100000 1000000] [--work /tmp/ragloom
 Chunks are synthetic (bench/scale_data.py: Zipf words, 20-89 a chunk; clustered 384-d
 vectors) and embedded by a trivial table lookup, so the figures measure ragloom (build times
 count the indexing calls, not generating the texts). Each phase runs in its own process
-(peak memory is per phase). In the same run, the peers: SQLite FTS5 over the same texts,
-bm25s indexing the same texts, and exact numpy search over the same vectors. Prints tables.
+(peak memory is per phase). ragloom is measured as users get it: built with Index.add and
+closed without optimize(), then reopened; searched at once, and again once the background
+work the opener resumed (flushes, merges, graphs) is done. In the same run, the peers:
+embedded Qdrant (qdrant-edge-py: BM25 sparse vectors, HNSW, payload filters; optimized, its
+steady state) for every query kind, SQLite FTS5 over the same texts, bm25s indexing the
+same texts, and exact numpy search over the same vectors. Prints tables.
 """
 
 from __future__ import annotations
@@ -113,35 +117,77 @@ def _p(values: list[float], q: float) -> str:
     return f"{np.percentile(values, q):.1f}"
 
 
+def _ratio(theirs: list[float], ours: list[float]) -> str:
+    return f"{np.percentile(theirs, 50) / max(np.percentile(ours, 50), 1e-9):.2f}x"
+
+
 def report(
-    n: int, build: dict, lexical: dict, disk: dict, serve: dict, writes: dict, peer: dict
+    n: int,
+    build: dict,
+    lexical: dict,
+    disk: dict,
+    serve: dict,
+    writes: dict,
+    peer: dict,
+    qdrant: dict,
 ) -> None:
-    table = Table(title=f"{n:,} chunks: queries (ms, p50 / p95)")
-    for column in ("query", "filter", "ragloom", "peer", "peer p50 / ragloom p50"):
+    opened = serve["at_open"]
+    table = Table(
+        title=f"{n:,} chunks, built with Index.add, closed, reopened (never optimized by hand): "
+        "queries, ms p50 / p95; ratio = peer p50 / ragloom p50 (above 1: ragloom faster)"
+    )
+    for column in (
+        "query",
+        "filter",
+        "ragloom at open",
+        "ragloom settled",
+        f"Qdrant Edge {qdrant['build']['version']}",
+        "Qdrant / ragloom",
+        "FTS5 or numpy",
+        "that / ragloom",
+    ):
         table.add_column(column)
+    peer_q = qdrant["serve"]
     for fname in ("none", "1%", "0.1%"):
         for label in ("very common", "common", "rare"):
-            ours, theirs = serve[f"lexical {label} {fname}"], peer[f"fts5 {label} {fname}"]
-            ratio = np.percentile(theirs, 50) / max(np.percentile(ours, 50), 1e-9)
+            key = f"lexical {label} {fname}"
+            ours, fts = serve[key], peer[f"fts5 {label} {fname}"]
             table.add_row(
                 f"lexical {label}",
                 fname,
+                _p(opened[key], 50),
                 f"{_p(ours, 50)} / {_p(ours, 95)}",
-                f"FTS5 {_p(theirs, 50)} / {_p(theirs, 95)}",
-                f"{ratio:.1f}x",
+                f"{_p(peer_q[key], 50)} / {_p(peer_q[key], 95)}",
+                _ratio(peer_q[key], ours),
+                f"FTS5 {_p(fts, 50)}",
+                _ratio(fts, ours),
             )
-        ours, theirs = serve[f"dense {fname}"], peer[f"numpy {fname}"]
-        ratio = np.percentile(theirs, 50) / max(np.percentile(ours, 50), 1e-9)
+        key = f"dense {fname}"
+        ours, exact = serve[key], peer[f"numpy {fname}"]
+        recall = f"dense recall {fname}"
         table.add_row(
             "dense",
             fname,
-            f"{_p(ours, 50)} / {_p(ours, 95)} (recall@10 {serve[f'dense recall {fname}']:.3f})",
-            f"numpy {_p(theirs, 50)} / {_p(theirs, 95)}",
-            f"{ratio:.1f}x",
+            f"{_p(opened[key], 50)} (r {opened[recall]:.3f})",
+            f"{_p(ours, 50)} / {_p(ours, 95)} (r {serve[recall]:.3f})",
+            f"{_p(peer_q[key], 50)} / {_p(peer_q[key], 95)} (r {peer_q[recall]:.3f})",
+            _ratio(peer_q[key], ours),
+            f"numpy {_p(exact, 50)}",
+            _ratio(exact, ours),
         )
-        hybrid = serve[f"hybrid {fname}"]
-        table.add_row("hybrid", fname, f"{_p(hybrid, 50)} / {_p(hybrid, 95)}", "", "")
+        key = f"hybrid {fname}"
+        table.add_row(
+            "hybrid",
+            fname,
+            _p(opened[key], 50),
+            f"{_p(serve[key], 50)} / {_p(serve[key], 95)}",
+            f"{_p(peer_q[key], 50)} / {_p(peer_q[key], 95)}",
+            _ratio(peer_q[key], serve[key]),
+            "",
+            "",
+        )
     console.print(table)
+    console.print("r: dense recall@10 against exact search with the same filter")
     facts = Table(title=f"{n:,} chunks: build, open, memory, writes")
     facts.add_column("what")
     facts.add_column("figure")
@@ -159,8 +205,23 @@ def report(
         f"ragloom lexical-only / bm25s: "
         f"{lexical['add_chunks_per_s'] / peer_lexical['chunks_per_s']:.2f}x the speed",
     )
+    qb = qdrant["build"]
     facts.add_row(
-        "optimize (flush, merges, graphs)", f"{build['optimize_s']:.1f} s {build['segments']}"
+        f"Qdrant Edge {qb['version']} upserts (BM25 sparse + dense + payload), then optimize()",
+        f"{qb['upsert_s']:.1f} s ({qb['chunks_per_s']:,.0f} chunks/s) + optimize "
+        f"{qb['optimize_s']:.1f} s, {qb['segments']} segments; open {peer_q['open_s']:.2f} s",
+    )
+    facts.add_row(
+        "segments at close (no optimize)", f"{build['segments']}, close {build['close_s']:.1f} s"
+    )
+    facts.add_row(
+        "reopened: pending work found, resumed in the background",
+        f"{len(opened['pending work'])} step(s): {'; '.join(opened['pending work'][:4])}"
+        f"{' ...' if len(opened['pending work']) > 4 else ''}",
+    )
+    facts.add_row(
+        "reopened: steady state reached after (open included)",
+        f"{serve['settled_s']:.1f} s; segments then {serve['segments']}",
     )
     facts.add_row(
         "peak RSS building",
@@ -206,11 +267,14 @@ def main() -> None:
         remove_index(lexical_path)
         lexical["bm25s"] = run("build-bm25s", lexical_path, n, args.cache)
         build = run("build", path, n, args.cache)
-        disk = sizes_on_disk(path, n)
         serve = run("serve", path, n, args.cache)
+        disk = sizes_on_disk(path, n)
         writes = run("writes", path, n, args.cache)
         peer = peers(corpus, n, args.work, args.cache)
-        report(n, build, lexical, disk, serve, writes, peer)
+        shard = args.work / f"qdrant-{n}"
+        qdrant = {"build": run("build-qdrant", shard, n, args.cache)}
+        qdrant["serve"] = run("serve-qdrant", shard, n, args.cache)
+        report(n, build, lexical, disk, serve, writes, peer, qdrant)
         (args.work / f"scale-{n}.json").write_text(
             json.dumps(
                 {
@@ -220,6 +284,7 @@ def main() -> None:
                     "serve": serve,
                     "writes": writes,
                     "peers": peer,
+                    "qdrant": qdrant,
                 }
             )
         )

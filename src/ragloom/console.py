@@ -13,6 +13,7 @@ from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
     Progress,
+    SpinnerColumn,
     TextColumn,
     TimeElapsedColumn,
     TimeRemainingColumn,
@@ -84,6 +85,26 @@ def progress(label: str) -> Iterator[Callable[[int, int], None]]:
 
         with measure_embedding(on_update):
             yield update
+
+
+@contextmanager
+def steps_progress(label: str) -> Iterator[Callable[[int, str], None]]:
+    """A spinner on stderr for work counted in steps of unknown number (merges, graphs):
+    the steps done and what the last one did (hidden when stderr is not a terminal)."""
+    with Progress(
+        SpinnerColumn(),
+        TextColumn("{task.description}: {task.completed} step(s), {task.fields[what]}"),
+        TimeElapsedColumn(),
+        console=err,
+        transient=True,
+        disable=not err.is_terminal,
+    ) as bar:
+        task = bar.add_task(label, total=None, what="looking for pending work")
+
+        def update(done: int, what: str) -> None:
+            bar.update(task, completed=done, what=what)
+
+        yield update
 
 
 def report_line(report: Any) -> str:

@@ -113,7 +113,8 @@ class Index:
 
     # -- lifecycle --------------------------------------------------------------------
     def close(self) -> None:
-        """Close the file (finishing background merges first)."""
+        """Close the file. A background merge under way is given up cleanly (its unfinished
+        file removed, nothing committed); the next process that opens the index resumes it."""
         self.services.close()
         self.store.close()
 
@@ -394,7 +395,7 @@ class Index:
         rows, which are the truth); returns what was done. Run `check` afterwards."""
         return self.store.repair()
 
-    def optimize(self) -> None:
-        """Flush new chunks to segment files and merge segments now (normally done in the
-        background after writes)."""
-        self.store.maintain(wait=True)
+    def optimize(self, on_step: Callable[[int, str], None] | None = None) -> int:
+        """Flush, merge and build search graphs now (else done in the background, also by a
+        later opener); `on_step(done, what)` hears of each step; returns the steps done."""
+        return self.store.maintain(wait=True, on_step=on_step)

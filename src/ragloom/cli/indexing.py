@@ -9,7 +9,7 @@ import click
 from rich.markup import escape
 
 from ragloom.cli.common import ByteSize, collection_option, open_index, pairs, stack, where_options
-from ragloom.console import err, out, print_json, progress, report_line
+from ragloom.console import err, out, print_json, progress, report_line, steps_progress
 from ragloom.contract.cli import keywords
 from ragloom.contract.cli import options as contract_options
 from ragloom.index import Index, IndexReport
@@ -185,12 +185,21 @@ def index_cmd(
                 lenient and message.startswith("skipped ")
             ):
                 err.print(f"[yellow]warning:[/] {escape(message)}", highlight=False)
+        _finish_pending_work(index)
     if as_json:
         print_json({"ok": not report.failed, **report.to_dict("cli")})
     else:
         _print_index_report(report)
     if report.failed:
         sys.exit(1)
+
+
+def _finish_pending_work(index: Index) -> None:
+    """Leave the index in its steady state before exiting: new chunks flushed to segment
+    files, due merges done, search graphs built (what a process that keeps the index open
+    would otherwise do in the background), with progress on a terminal."""
+    with steps_progress("finishing segments and search graphs") as update:
+        index.optimize(on_step=update)
 
 
 def _print_index_report(report: IndexReport) -> None:

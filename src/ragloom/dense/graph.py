@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 
+from ragloom.segments.merge_file import Cancelled
 from ragloom.segments.segment import Segment
 
 log = logging.getLogger("ragloom.store")
@@ -26,7 +28,7 @@ M = 16
 EF_CONSTRUCTION = 64
 EF_SEARCH = 128
 TRAIN = 50_000
-ADD_ROWS = 32_768
+ADD_ROWS = 8_192  # between batches a closing process can stop the build
 
 
 def available() -> bool:
@@ -49,8 +51,15 @@ class AnnIndex:
         self.n = n
 
     @classmethod
-    def build(cls, vectors: np.ndarray, path: Path, threads: int = 2) -> AnnIndex:
-        """Build from a (memory-mapped) matrix, write it atomically to `path`."""
+    def build(
+        cls,
+        vectors: np.ndarray,
+        path: Path,
+        threads: int = 2,
+        stop: Callable[[], bool] | None = None,
+    ) -> AnnIndex:
+        """Build from a (memory-mapped) matrix, write it atomically to `path`. Raises
+        `Cancelled` between batches once `stop()` is true (nothing is written then)."""
         import faiss
 
         faiss.omp_set_num_threads(threads)
@@ -62,6 +71,8 @@ class AnnIndex:
         step = max(1, n // TRAIN)
         index.train(np.ascontiguousarray(vectors[::step][:TRAIN], np.float32))
         for lo in range(0, n, ADD_ROWS):
+            if stop is not None and stop():
+                raise Cancelled
             index.add(np.ascontiguousarray(vectors[lo : lo + ADD_ROWS], np.float32))
         tmp = path.with_name(path.name + ".tmp")
         faiss.write_index(index, str(tmp))

@@ -8,7 +8,7 @@ file in blocks, so merging a million 384-d vectors never holds 1.5 GB in memory.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -21,6 +21,15 @@ from ragloom.segments.view import Part
 
 VECTOR_ROWS = 16_384  # rows copied at a time
 BLOCK_SLICE = 1 << 15  # postings blocks bounded at a time
+
+
+class Cancelled(Exception):
+    """A merge or graph build given up midway (the process is closing): its output file is
+    incomplete and must be removed; nothing was committed."""
+
+
+def _never() -> bool:
+    return False
 
 
 def _keeps(parts: Sequence[Part]) -> list[np.ndarray]:
@@ -99,13 +108,19 @@ def _block_bounds(ptr: np.ndarray, docs: np.ndarray, tfs: np.ndarray, lengths: n
 
 
 def _vector_blocks(
-    parts: Sequence[Part], keeps: list[np.ndarray], epoch: int, dimension: int
+    parts: Sequence[Part],
+    keeps: list[np.ndarray],
+    epoch: int,
+    dimension: int,
+    stop: Callable[[], bool] = _never,
 ) -> Iterator[np.ndarray]:
     for part, keep in zip(parts, keeps):
         seg = part.segment
         usable = seg.vectors is not None and seg.vector_epoch == epoch
         late = dict(zip(part.late_docs.tolist(), range(len(part.late_docs))))
         for lo in range(0, len(keep), VECTOR_ROWS):
+            if stop():
+                raise Cancelled
             docs = keep[lo : lo + VECTOR_ROWS]
             if usable and seg.dimension == dimension:
                 block = np.asarray(seg.vectors[docs], np.float32)  # type: ignore[index]
@@ -127,15 +142,22 @@ def _has_vector(parts: Sequence[Part], keeps: list[np.ndarray], epoch: int) -> n
 
 
 def merge_to_file(
-    parts: Sequence[Part], epoch: int, dimension: int | None, path: Path
+    parts: Sequence[Part],
+    epoch: int,
+    dimension: int | None,
+    path: Path,
+    stop: Callable[[], bool] = _never,
 ) -> tuple[int, int]:
     """Write the live chunks of `parts` (in row order) as one segment file.
 
-    Returns (chunks written, file size in bytes)."""
+    Returns (chunks written, file size in bytes). Raises `Cancelled` between steps once
+    `stop()` is true (the caller removes the incomplete file)."""
     keeps = _keeps(parts)
     rows = np.concatenate([p.segment.rows[k] for p, k in zip(parts, keeps)])
     lengths = np.concatenate([p.segment.lengths[k] for p, k in zip(parts, keeps)])
     terms, ptr, docs, tfs = _postings(parts, keeps)
+    if stop():
+        raise Cancelled
     block_ptr, max_tf, min_len = _block_bounds(ptr, docs, tfs, lengths)
     columns = MetadataColumns.concat([(p.segment.columns, k) for p, k in zip(parts, keeps)])
     arrays: dict[str, np.ndarray | Blocks] = {
@@ -155,7 +177,7 @@ def merge_to_file(
         arrays["vectors"] = Blocks(
             np.dtype(np.float32),
             (len(rows), dimension),
-            _vector_blocks(parts, keeps, epoch, dimension),
+            _vector_blocks(parts, keeps, epoch, dimension, stop),
         )
         arrays["has_vector"] = _has_vector(parts, keeps, epoch)
     info = {"format": FORMAT, "vector_epoch": epoch, "metadata": meta_info}

@@ -20,6 +20,11 @@ from ragloom.segments.view import CollectionView, Part
 
 FLUSH_ROWS = int(os.environ.get("RAGLOOM_FLUSH_ROWS", "20000"))
 MERGE_FACTOR = int(os.environ.get("RAGLOOM_MERGE_FACTOR", "10"))
+# Once writes pause, the newest segment files are merged into one while they hold no more
+# than this many chunks together: every query then looks in fewer places (one segment and
+# one graph up to this size) instead of one per flush. A pass rewrites at most this many
+# chunks, and only after a flush, so a write still costs what it writes, times a bound.
+CONSOLIDATE_ROWS = int(os.environ.get("RAGLOOM_CONSOLIDATE_ROWS", "500000"))
 
 
 def flush_due(view: CollectionView, flush_rows: int) -> bool:
@@ -40,6 +45,22 @@ def merge_plan(view: CollectionView, factor: int, flush_rows: int) -> tuple[int,
     if plan is None or plan[1] - plan[0] < 1:
         return None
     return plan
+
+
+def consolidation_plan(view: CollectionView, cap: int) -> tuple[int, int] | None:
+    """The newest run [i, j) of two or more adjacent segment files whose live chunks stay
+    within `cap` together (merged into one once writes pause), or None."""
+    files = view.parts[: view.files]
+    end = start = len(files)
+    total = 0
+    while start > 0:
+        part = files[start - 1]
+        size = part.segment.n - part.n_dead
+        if total + size > cap:
+            break
+        total += size
+        start -= 1
+    return (start, end) if end - start >= 2 else None
 
 
 def settled(view: CollectionView) -> CollectionView | None:

@@ -305,8 +305,10 @@ class Store(ABC):
         when the store is not sharded."""
         return None
 
-    def maintain(self, wait: bool = True) -> None:  # noqa: B027 (optional hook)
-        """Run pending background work (flushes, merges) now; a no-op where there is none."""
+    def maintain(self, wait: bool = True, on_step: Any = None) -> int:  # noqa: B027
+        """Run pending background work (flushes, merges, graphs) now; `on_step(done, what)`
+        hears of each step. Returns the steps done (0 where there is no such work)."""
+        return 0
 
     @abstractmethod
     def close(self) -> None:

@@ -351,10 +351,11 @@ class PostgresStore(Store):
 
         return check_store(self)
 
-    def maintain(self, wait: bool = True) -> None:
+    def maintain(self, wait: bool = True, on_step: Any = None) -> int:
         """Build the HNSW indexes that collections past the threshold still lack."""
         try:
             self.indexer.run_now()
+            return 0
         except psycopg.Error as exc:
             raise from_psycopg(exc, self.location) from None
 

@@ -8,6 +8,12 @@ transaction, re-checking that nobody changed the same segments meanwhile; delete
 vectors that arrived during the step stay recorded (`removed`, `vectors`) and are applied to
 the new segment. A crash at any point leaves either the old segments or the new one in the
 manifest, never half of either.
+
+Nobody has to ask for the steady state: a process that opens a writable index resumes the
+work an earlier one left pending (`resume`, after `RESUME_AFTER` seconds so that a short
+search-and-exit never starts it), `run_now` finishes it with progress (`ragloom index` does
+before it exits), and `stop` (at close) gives up a step midway by removing its unfinished
+file: nothing half-done is ever committed, and the next opener takes the work up again.
 """
 
 from __future__ import annotations
@@ -18,17 +24,20 @@ import os
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from ragloom.dense import graph as ann
 from ragloom.dense.graph import attach_graph
 from ragloom.errors import StoreError
-from ragloom.segments.merge_file import merge_to_file
+from ragloom.segments.merge_file import Cancelled, merge_to_file
 from ragloom.segments.schedule import (
+    CONSOLIDATE_ROWS,
     FLUSH_ROWS,
     MERGE_FACTOR,
     carry_over,
+    consolidation_plan,
     flush_due,
     merge_plan,
     replaced,
@@ -42,6 +51,7 @@ log = logging.getLogger("ragloom.store")
 
 SETTLE_AFTER = 0.5  # seconds without writes before in-memory segments are folded together
 GRAPH_AFTER = float(os.environ.get("RAGLOOM_GRAPH_AFTER", "2"))  # idle seconds before graphs
+RESUME_AFTER = float(os.environ.get("RAGLOOM_RESUME_AFTER", "2"))  # open -> pending work
 RETIRED_GRACE = 60.0  # seconds a merged-away file stays for readers of older versions
 ORPHAN_AGE = 600.0  # files not in the manifest are removed once this old
 
@@ -53,6 +63,7 @@ class Maintenance:
         self.store = store
         self.flush_rows = flush_rows or FLUSH_ROWS
         self.factor = factor or MERGE_FACTOR
+        self.consolidate_rows = CONSOLIDATE_ROWS
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -60,28 +71,49 @@ class Maintenance:
         self.background = os.environ.get("RAGLOOM_BACKGROUND", "1") != "0"
         self.last_write = 0.0
         self.deferred = False
+        self.last_step = ""  # what the last step did, in words (for progress)
+        self._first_wait: float | None = None
+
+    def _start(self) -> None:
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._loop, name="ragloom-merge", daemon=True)
+            self._thread.start()
 
     def nudge(self) -> None:
         """Ask for a round of work (after a write)."""
         self.last_write = time.monotonic()
         if not self.background:
             return
-        if self._thread is None:
-            self._thread = threading.Thread(target=self._loop, name="ragloom-merge", daemon=True)
-            self._thread.start()
+        self._start()
         self._wake.set()
 
+    def resume(self, after: float | None = None) -> None:
+        """At open: take up pending flushes, merges and graphs in the background once the
+        process has been open `after` seconds (default `RESUME_AFTER`); searches meanwhile
+        read the current segments. Nothing pending: the thread finds nothing and sleeps."""
+        if not self.background or self._stop.is_set():
+            return
+        self._first_wait = RESUME_AFTER if after is None else after
+        self._start()
+
     def stop(self) -> None:
+        """Stop the background thread: a step under way gives up and removes its unfinished
+        file (`Cancelled`), so close never waits for a long merge nor leaves half of one."""
         self._stop.set()
         self._wake.set()
         if self._thread is not None:
-            self._thread.join(timeout=60)
+            self._thread.join()
             self._thread = None
 
+    def stopping(self) -> bool:
+        return self._stop.is_set()
+
     def _loop(self) -> None:
-        waiting = False  # work that only runs once writes pause is not done yet
+        waiting = self._first_wait is not None  # work that runs once writes pause is not done
+        timeout = self._first_wait
         while not self._stop.is_set():
-            woken = self._wake.wait(timeout=GRAPH_AFTER if waiting else None)
+            woken = self._wake.wait(timeout=timeout if waiting else None)
+            timeout = GRAPH_AFTER
             self._wake.clear()
             if woken:
                 self._stop.wait(SETTLE_AFTER)  # let a burst of writes finish first
@@ -93,11 +125,16 @@ class Maintenance:
                 log.exception("background merge failed")
                 waiting = False
 
-    def run_now(self) -> None:
-        """Do every pending flush and merge now, in this thread."""
+    def run_now(self, on_step: Callable[[int, str], None] | None = None) -> int:
+        """Do every pending flush, merge and graph now, in this thread; `on_step(done, what)`
+        hears of each step as it finishes. Returns the number of steps."""
         self.last_write = 0.0
+        done = 0
         while self.step():
-            pass
+            done += 1
+            if on_step is not None:
+                on_step(done, self.last_step)
+        return done
 
     # -- one step ---------------------------------------------------------------------
     def step(self) -> bool:
@@ -118,10 +155,37 @@ class Maintenance:
                 if self._settle(view):
                     return True
             for view in views:
+                if self._consolidate(view):
+                    return True
+            for view in views:
                 if self._build_graph(view):
                     return True
             self._clean_files()
             return False
+
+    def outstanding(self) -> list[str]:
+        """The work still due, in words (empty once the index is in its steady state):
+        flushes, merges, and large segments without their search graph."""
+        with self.store.snapshot() as snap:
+            views = [snap.collection(name).view for name in sorted(snap.rows)]
+        due = []
+        for view in views:
+            if flush_due(view, self.flush_rows):
+                due.append(f"{view.name}: flush")
+            if merge_plan(view, self.factor, self.flush_rows) is not None:
+                due.append(f"{view.name}: merge")
+            plan = consolidation_plan(view, self.consolidate_rows)
+            if plan is not None:
+                due.append(f"{view.name}: merge {plan[1] - plan[0]} small segments into one")
+            if ann.available():
+                due.extend(
+                    f"{view.name}: graph over {p.segment.n:,} chunks"
+                    for p in view.parts[: view.files]
+                    if p.segment.ann is None
+                    and p.segment.n >= ann.ANN_MIN
+                    and p.segment.vectors is not None
+                )
+        return due
 
     def _build_graph(self, view: CollectionView) -> bool:
         """Once writes pause, give the next large segment its approximate-search graph."""
@@ -138,11 +202,25 @@ class Maintenance:
             if attach_graph(segment, path):
                 continue  # another process built it
             try:
-                ann.AnnIndex.build(segment.vectors, ann.ann_path(path))
+                ann.AnnIndex.build(segment.vectors, ann.ann_path(path), stop=self.stopping)
+            except Cancelled:
+                return False  # nothing was written (the graph file appears only when whole)
             except OSError as exc:
                 raise from_os(exc, f"graph of segment {segment.name}") from None
+            self.last_step = f"search graph over {segment.n:,} chunks"
             return attach_graph(segment, path)
         return False
+
+    def _consolidate(self, view: CollectionView) -> bool:
+        """Once writes pause, merge the newest small segment files into one (before their
+        graphs are built), so that queries look in fewer places."""
+        plan = consolidation_plan(view, self.consolidate_rows)
+        if plan is None:
+            return False
+        if time.monotonic() - self.last_write < GRAPH_AFTER:
+            self.deferred = True
+            return False
+        return self._merge(view, *plan)
 
     def _settle(self, view: CollectionView) -> bool:
         """Once writes pause, fold the in-memory segments into one: the same version, read
@@ -152,6 +230,7 @@ class Maintenance:
         if time.monotonic() - self.last_write < SETTLE_AFTER:
             self.deferred = True
             return False
+        self.last_step = "in-memory segments folded together"
         return self.store.replace_view(view, settled(view))
 
     def _flush(self, view: CollectionView) -> bool:
@@ -169,9 +248,18 @@ class Maintenance:
         name = f"c{view.collection_id}-{uuid.uuid4().hex[:16]}"
         try:
             store.files.folder.mkdir(exist_ok=True)
-            written, size = merge_to_file(parts, view.epoch, view.dimension, store.files.path(name))
+            written, size = merge_to_file(
+                parts, view.epoch, view.dimension, store.files.path(name), stop=self.stopping
+            )
+        except Cancelled:
+            store.files.path(name).unlink(missing_ok=True)
+            return False
         except OSError as exc:
+            store.files.path(name).unlink(missing_ok=True)
             raise from_os(exc, f"segment file {name}") from None
+        if self.stopping():  # closing: not committed, the next opener does it again
+            store.files.path(name).unlink(missing_ok=True)
+            return False
         if written:
             segment = store.files.get(name)  # mapped from the file
         else:
@@ -201,6 +289,12 @@ class Maintenance:
             new_part = carry_over(segment, current) if segment is not None else None
             store.publish_view(replaced(current, view, i, j, new_part, upto, generation, flush))
         store.files.forget(old_names)
+        chunks = sum(p.segment.n for p in parts)
+        self.last_step = (
+            f"{chunks:,} new chunks written to a segment file"
+            if flush
+            else f"{len(parts)} segments merged ({chunks:,} chunks)"
+        )
         return True
 
     def _commit(self, write, view, name, n, size, old_names, span, upto) -> CollectionView | None:

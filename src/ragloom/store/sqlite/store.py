@@ -74,6 +74,7 @@ class SQLiteStore(Store):
             from ragloom.store.sqlite.maintenance import Maintenance
 
             self.maintenance = Maintenance(self)
+            self.maintenance.resume()  # work an earlier process left pending
 
     # -- connections ------------------------------------------------------------------
     def _reader(self) -> sqlite3.Connection:
@@ -335,9 +336,10 @@ class SQLiteStore(Store):
 
         return repair_store(self)
 
-    def maintain(self, wait: bool = True) -> None:
-        if self.maintenance is not None:
-            self.maintenance.run_now()
+    def maintain(self, wait: bool = True, on_step: Any = None) -> int:
+        if self.maintenance is None:
+            return 0
+        return self.maintenance.run_now(on_step)
 
     def config_json(self, collection_id: int) -> dict[str, Any]:
         with self.snapshot() as snap:

@@ -1,0 +1,241 @@
+"""Nobody has to ask for the steady state (issue 23): an index left with pending flushes,
+merges and graphs by the process that built it is finished by the next process that keeps it
+open, in the background and without blocking its searches; `close()` gives up a step midway
+without leaving half of it; `ragloom index` finishes the work before it exits. Real SQLite
+files, real segment files and faiss graphs, the real command line in a subprocess."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import ragloom.dense.graph as ann
+import ragloom.store.sqlite.maintenance as maintenance
+from ragloom import Document, Index
+from ragloom.embedding.base import Embedder, normalize_rows
+
+from .embed_server import EmbedServer
+
+pytest.importorskip("faiss")
+
+CHUNKS = 1200
+
+
+class Topics(Embedder):
+    """Vectors with neighbour structure: one direction per topic word, plus a little noise."""
+
+    name = "test-topics"
+    dimension = 16
+
+    def _embed_batch(self, texts):
+        out = []
+        for text in texts:
+            words = text.split()
+            topic = words[1] if len(words) > 1 else text
+            base = np.random.default_rng(sum(map(ord, topic))).standard_normal(self.dimension)
+            noise = np.random.default_rng(sum(map(ord, text)) * 7).standard_normal(self.dimension)
+            out.append(base + 0.3 * noise)
+        return normalize_rows(np.array(out, np.float32))
+
+
+def _docs() -> list[Document]:
+    return [
+        Document(f"d{i}", f"doc topic{i % 30} word{i % 97} number{i}", metadata={"g": i % 10})
+        for i in range(CHUNKS)
+    ]
+
+
+@pytest.fixture
+def small_segments(monkeypatch):
+    """Flushes every 200 chunks, merges 3 at a time, graphs over 400 chunks or more; the
+    background resumes 0.1 s after open."""
+    monkeypatch.setattr(maintenance, "FLUSH_ROWS", 200)
+    monkeypatch.setattr(maintenance, "MERGE_FACTOR", 3)
+    monkeypatch.setattr(maintenance, "RESUME_AFTER", 0.1)
+    monkeypatch.setattr(ann, "ANN_MIN", 400)
+
+
+def _build_without_background(path: Path, monkeypatch) -> list:
+    """What a script leaves behind: every chunk added, nothing flushed, merged or graphed.
+    Returns the answers of a few lexical searches on it (read-only: nothing resumed)."""
+    monkeypatch.setenv("RAGLOOM_BACKGROUND", "0")
+    with Index(path, embedder=Topics()) as index:
+        docs = _docs()
+        for lo in range(0, CHUNKS, 100):
+            index.add(docs[lo : lo + 100])
+    monkeypatch.setenv("RAGLOOM_BACKGROUND", "1")
+    with Index(path, embedder=Topics(), read_only=True) as reader:
+        assert _segments(reader) == {"files": 0, "memory": 1, "graphs": 0}
+        return _answers(reader)
+
+
+def _segments(index: Index) -> dict:
+    return index.stats()["collections"]["default"]["segments"]
+
+
+def _files(path: Path) -> set[str]:
+    folder = path.with_name(path.name + "-segments")
+    return {f.name for f in folder.iterdir()} if folder.exists() else set()
+
+
+def _wait_for(condition, seconds: float = 60.0) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, "background work did not finish"
+        time.sleep(0.05)
+
+
+def _answers(index: Index) -> list:
+    out = []
+    for query in ("topic3 word5", "number17 topic17", "word42"):
+        hits = index.search(query, top_k=10, mode="lexical")
+        out.append([(h.chunk_id, round(h.score, 9)) for h in hits])
+    return out
+
+
+def test_an_opener_resumes_pending_work_without_blocking_searches(
+    tmp_path: Path, monkeypatch, small_segments
+) -> None:
+    path = tmp_path / "idx.db"
+    expected = _build_without_background(path, monkeypatch)
+
+    real_merge = maintenance.merge_to_file
+    inside, release = threading.Event(), threading.Event()
+
+    def slow_merge(*args, **kwargs):
+        inside.set()
+        assert release.wait(30)
+        return real_merge(*args, **kwargs)
+
+    monkeypatch.setattr(maintenance, "merge_to_file", slow_merge)
+    index = Index(path, embedder=Topics())
+    try:
+        assert inside.wait(30), "the opener did not resume the pending flushes"
+        # A flush is under way in the background: searches answer meanwhile, from the
+        # version that was committed, with the same results.
+        assert _answers(index) == expected
+        assert index.search("topic4", top_k=3, mode="dense")
+        release.set()
+        _wait_for(lambda: _segments(index)["graphs"] >= 1 and _segments(index)["memory"] <= 1)
+        after = _segments(index)
+        # Flushed in 200s, merged 3 at a time, then (writes having paused) consolidated:
+        # one segment file with one graph, nothing left to do.
+        assert after == {"files": 1, "memory": 0, "graphs": 1}
+        assert index.store.maintenance.outstanding() == []
+        assert not index.store.maintenance.deferred
+        assert _answers(index) == expected  # exact BM25: the same hits and scores
+        assert index.check() == []
+    finally:
+        release.set()
+        index.close()
+
+
+def test_close_gives_up_a_merge_midway_and_the_next_opener_does_it(
+    tmp_path: Path, monkeypatch, small_segments
+) -> None:
+    path = tmp_path / "idx.db"
+    expected = _build_without_background(path, monkeypatch)
+
+    real_merge = maintenance.merge_to_file
+    inside = threading.Event()
+    work = maintenance.Maintenance
+
+    def merge_until_closed(parts, epoch, dimension, out_path, stop):
+        inside.set()
+        while not stop():  # the merge is still running when close() is called
+            time.sleep(0.01)
+        out_path.write_bytes(b"half a segment")  # what an interrupted writer leaves
+        return real_merge(parts, epoch, dimension, out_path, stop=stop)
+
+    monkeypatch.setattr(maintenance, "merge_to_file", merge_until_closed)
+    index = Index(path, embedder=Topics())
+    assert isinstance(index.store.maintenance, work)
+    assert inside.wait(30)
+    started = time.monotonic()
+    index.close()
+    assert time.monotonic() - started < 10  # close did not wait for the whole merge
+    # Nothing half-done: no segment committed, no file left behind, the index intact.
+    with Index(path, embedder=Topics(), read_only=True) as reader:
+        assert _segments(reader)["files"] == 0
+        assert _files(path) == set()
+        assert reader.check() == []
+        assert _answers(reader) == expected
+
+    monkeypatch.setattr(maintenance, "merge_to_file", real_merge)
+    with Index(path, embedder=Topics()) as index:
+        _wait_for(lambda: _segments(index)["graphs"] >= 1 and _segments(index)["memory"] <= 1)
+        assert _answers(index) == expected
+        assert index.check() == []
+
+
+def test_close_gives_up_a_graph_midway(tmp_path: Path, monkeypatch, small_segments) -> None:
+    path = tmp_path / "idx.db"
+    _build_without_background(path, monkeypatch)
+    real_build = ann.AnnIndex.build.__func__
+    inside = threading.Event()
+
+    def build_until_closed(cls, vectors, out, threads=2, stop=None):
+        inside.set()
+        while not stop():
+            time.sleep(0.01)
+        return real_build(cls, vectors, out, threads, stop)
+
+    monkeypatch.setattr(ann.AnnIndex, "build", classmethod(build_until_closed))
+    index = Index(path, embedder=Topics())
+    assert inside.wait(60)
+    index.close()
+    assert not [name for name in _files(path) if ".hnsw" in name]  # no graph, whole or half
+    monkeypatch.setattr(ann.AnnIndex, "build", classmethod(real_build))
+    with Index(path, embedder=Topics()) as index:
+        _wait_for(lambda: _segments(index)["graphs"] >= 1)
+        assert index.check() == []
+
+
+def test_a_short_opener_starts_nothing(tmp_path: Path, monkeypatch, small_segments) -> None:
+    monkeypatch.setattr(maintenance, "RESUME_AFTER", 30.0)
+    path = tmp_path / "idx.db"
+    _build_without_background(path, monkeypatch)
+    with Index(path, embedder=Topics()) as index:
+        assert index.search("topic3", top_k=3, mode="lexical")
+    assert _files(path) == set()
+
+
+def test_ragloom_index_leaves_the_steady_state(tmp_path: Path) -> None:
+    records = tmp_path / "records.jsonl"
+    records.write_text("".join(json.dumps({"id": d.id, "text": d.text}) + "\n" for d in _docs()))
+    path = tmp_path / "cli.db"
+    env = {
+        **os.environ,
+        "RAGLOOM_FLUSH_ROWS": "200",
+        "RAGLOOM_MERGE_FACTOR": "3",
+        "RAGLOOM_ANN_MIN": "400",
+        "RAGLOOM_GRAPH_AFTER": "30",  # never idle long enough inside the command
+    }
+    with EmbedServer() as server:
+        done = subprocess.run(
+            [sys.executable, "-m", "ragloom", "--index", str(path)]
+            + ["--embedder", f"ollama:m@{server.url}", "index", str(records)],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=300,
+        )
+    assert done.returncode == 0, done.stderr
+    assert f"{CHUNKS} chunk(s)" in done.stdout
+    with Index(path, embedder=None, read_only=True) as index:
+        with index.store.snapshot() as snap:
+            view = snap.collection("default").view
+        files = view.parts[: view.files]
+        memory = view.parts[view.files :]
+        assert files and sum(p.segment.n for p in memory) < 200  # flushed
+        assert len(files) == 1  # merged, then the small files consolidated into one
+        big = [p for p in files if p.segment.n >= 400]
+        assert big and all(p.segment.ann is not None for p in big)  # graphs built
