@@ -113,8 +113,7 @@ class Index:
 
     # -- lifecycle --------------------------------------------------------------------
     def close(self) -> None:
-        """Close the file. A background merge under way is given up cleanly (its unfinished
-        file removed, nothing committed); the next process that opens the index resumes it."""
+        """Close the file; a background merge under way is given up cleanly (resumed later)."""
         self.services.close()
         self.store.close()
 
