@@ -1,4 +1,5 @@
-"""Pruned BM25 top-k equals scoring every matching chunk: same rows, same scores, same order."""
+"""Pruned BM25 top-k equals scoring every matching chunk: same rows, same scores, same order.
+Every test runs twice: with the compiled kernels (numba) and with numpy's pruned paths."""
 
 from __future__ import annotations
 
@@ -12,13 +13,22 @@ from ragloom.segments.merge_memory import merge_segments
 from ragloom.segments.postings import Postings
 
 
-@pytest.fixture(autouse=True)
-def _prune_everything(monkeypatch):
-    """Prune even small test segments (in use, small ones are scored exhaustively)."""
+@pytest.fixture(autouse=True, params=["numpy", "compiled"])
+def _prune_everything(monkeypatch, request):
+    """Prune even small test segments (in use, small ones are scored exhaustively); once with
+    numpy's paths, once with the compiled kernels (`ragloom.lexical.kernels`)."""
     import ragloom.lexical.topk as topk
+    from ragloom.lexical import kernels
 
     monkeypatch.setattr(topk, "SMALL_SEGMENT", 64)
     monkeypatch.setattr(topk, "SMALL_WORK", 0)
+    if request.param == "numpy":
+        monkeypatch.setattr(kernels, "_compiled", {})
+    else:
+        monkeypatch.delenv("RAGLOOM_KERNELS", raising=False)
+        monkeypatch.setattr(kernels, "_compiled", None)
+        assert kernels.available(), "numba is a dependency: the compiled kernels must load"
+    return request.param
 
 
 def _random_postings(rng: np.random.Generator, n: int, vocab: int) -> list[Postings]:
@@ -100,6 +110,22 @@ def test_pruned_equals_exhaustive_bit_for_bit(seed: int) -> None:
             assert fast[1].tolist() == slow[1].tolist()  # exact, not approximate
 
 
+def test_segments_past_the_kernel_budget_are_pruned_exactly(monkeypatch) -> None:
+    """Some segments scored by the kernel, the larger ones pruned: the same top k."""
+    import ragloom.lexical.topk as topk
+
+    monkeypatch.setattr(topk, "KERNEL_WORK", 2000)
+    rng = np.random.default_rng(21)
+    targets = [Target(s, None) for s in _segments(rng, [9000, 3000, 200], vocab=2000)]
+    for _ in range(15):
+        terms = [int(t) for t in np.minimum(rng.zipf(1.2, size=3), 2000) - 1]
+        stats, _ = _stats(targets, terms)
+        fast = search(targets, terms, 10, stats, BM25Params())
+        slow = search(targets, terms, 10, stats, BM25Params(), prune=False)
+        assert fast[0].tolist() == slow[0].tolist()
+        assert fast[1].tolist() == slow[1].tolist()
+
+
 def test_exhaustive_matches_the_formula() -> None:
     rng = np.random.default_rng(7)
     segments = _segments(rng, [300, 120], vocab=200)
@@ -149,9 +175,13 @@ def test_merging_segments_changes_no_score() -> None:
         assert a[0].tolist() == b[0].tolist() and a[1].tolist() == b[1].tolist()
 
 
-def test_pruning_reads_fewer_postings() -> None:
-    """Not a timing: count the chunks scored exactly, against the chunks that match."""
+def test_pruning_reads_fewer_postings(monkeypatch) -> None:
+    """Not a timing: count the chunks scored exactly, against the chunks that match (numpy's
+    pruning, which serves without numba and above `KERNEL_WORK` postings)."""
     import ragloom.lexical.topk as topk
+    from ragloom.lexical import kernels
+
+    monkeypatch.setattr(kernels, "_compiled", {})
 
     rng = np.random.default_rng(5)
     seg = _segments(rng, [40_000], vocab=5000)[0]

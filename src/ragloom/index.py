@@ -28,7 +28,7 @@ from ragloom.engine.searching import Searcher, check_query
 from ragloom.engine.services import SearchServices
 from ragloom.enrich import Enricher
 from ragloom.errors import InputError, NotFound
-from ragloom.lexical import BM25Params
+from ragloom.lexical import BM25Params, kernels
 from ragloom.loading import JsonlFields, ReadPolicy, StopSignal, index_files
 from ragloom.retrieval.search import Ranking, SearchOptions
 from ragloom.store import StoredDocument
@@ -375,8 +375,8 @@ class Index:
             return sum(snap.collection(name).pending() for name in snap.collections())
 
     def warm(self) -> None:
-        """Load every collection's segments and model now (a server's first query would
-        otherwise pay for it)."""
+        """Load every collection's segments and model, and the compiled kernels, now."""
+        kernels.available()
         with self.store.snapshot() as snap:
             for name in snap.collections():
                 reader = snap.collection(name)

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ragloom.lexical import kernels
 from ragloom.lexical.bm25 import BM25Params, bm25_weights
 from ragloom.segments.segment import BLOCK, Segment
 
@@ -25,6 +26,10 @@ CACHE_LIMIT = 4096  # term weights remembered per segment (for repeated statisti
 SEED_BLOCKS = 8  # blocks per term scored first to set the threshold
 SAFETY = 1e-9  # relative margin: bounds are summed in another order than scores
 HOPELESS = 0.3  # when candidate postings exceed this share of the chunks, score everything
+# With the compiled kernel, scoring every match costs about a nanosecond a posting: below this
+# many postings for the query in a segment it beats pruning in numpy (100k chunks, three terms
+# each in 10-20% of them: 12 ms pruned in numpy, 1.3 ms scoring all in numpy, less compiled).
+KERNEL_WORK = 8_000_000
 
 
 @dataclass(frozen=True)
@@ -198,6 +203,18 @@ def _pruned(target: Target, terms: Sequence[int], stats: Stats, params: BM25Para
         scored(np.concatenate(candidates))
 
 
+def _kernel_into(target: Target, terms, stats: Stats, params: BM25Params, best: _Best) -> bool:
+    """Score every match of the segment in compiled code when the work is small enough;
+    True if done (the same scores, bit for bit, as `_score_all`)."""
+    segment = target.segment
+    if sum(segment.df(int(t)) for t in terms) > KERNEL_WORK:
+        return False
+    postings = [_weights(segment, stats, params, term) for term in terms]
+    docs, scores = kernels.score_top(segment.n, postings, target.eligible, best.k)
+    best.offer(segment.rows[docs], scores)
+    return True
+
+
 def _exhaustive_into(target, terms, stats, params, best: _Best) -> None:
     docs, scores = _score_all(target, terms, stats, params)
     best.offer(target.segment.rows[docs], scores)
@@ -260,6 +277,11 @@ def search(
     unique = set(terms)
     small, large = [], []
     for target in targets:
+        if prune and kernels.available():  # compiled: few eligible chunks, else every match
+            if _selective(target, terms, stats, params, best):
+                continue
+            if _kernel_into(target, terms, stats, params, best):
+                continue
         cheap = target.segment.n < SMALL_SEGMENT  # (the postings count is read only if not)
         cheap = cheap or sum(target.segment.df(t) for t in unique) < SMALL_WORK
         (small if not prune or cheap else large).append(target)
