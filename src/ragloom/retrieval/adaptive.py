@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from ragloom.retrieval.pipeline import DENSE, LEXICAL, Candidate
+from ragloom.retrieval.pipeline import DENSE, LEXICAL, Candidate, evolve
 
 ADAPTIVE = "adaptive"
 SHARPNESS = 3.0  # how strongly the probes' MRR ratio tilts a collection's weights
@@ -180,7 +180,7 @@ def adaptive_fusion(
             meta = metadata_scores(row)
             total = (total + meta_weight * meta) / (1.0 + meta_weight)
         out.append(
-            replace(
+            evolve(
                 cand,
                 score=total,
                 fused_score=total,
@@ -199,4 +199,4 @@ def alone(candidates: list[Candidate], leg: str, ceiling: float | None) -> list[
     stays in `lexical_score` / `dense_score`)."""
     raw = np.array([c.score for c in candidates], np.float64)
     values = lexical_shares(raw, ceiling) if leg == LEXICAL else dense_shares(raw)
-    return [replace(c, score=v, fused_score=v) for c, v in zip(candidates, values.tolist())]
+    return [evolve(c, score=v, fused_score=v) for c, v in zip(candidates, values.tolist())]

@@ -18,7 +18,7 @@ import numpy as np
 
 from ragloom.errors import InputError, InvalidRequest
 from ragloom.retrieval.adaptive import ADAPTIVE, adaptive_fusion
-from ragloom.retrieval.pipeline import DENSE, LEXICAL, Candidate
+from ragloom.retrieval.pipeline import DENSE, LEXICAL, Candidate, evolve
 
 FUSIONS = (ADAPTIVE, "rrf", "weighted")
 NORMALIZATIONS = ("minmax", "zscore")
@@ -53,7 +53,7 @@ def _merge(legs: Mapping[str, Sequence[Candidate]]) -> dict[int, Candidate]:
             if seen is None:
                 merged[cand.row_id] = cand
             elif leg == DENSE:
-                merged[cand.row_id] = replace(
+                merged[cand.row_id] = evolve(
                     seen, match="both", dense_rank=cand.dense_rank, dense_score=cand.dense_score
                 )
     return merged
@@ -79,7 +79,7 @@ def normal_cdf(value: float) -> float:
 
 def _ranked(merged: dict[int, Candidate], scores: dict[int, float], method: str) -> list[Candidate]:
     out = [
-        replace(c, score=scores[row], fused_score=scores[row], fused_by=method)
+        evolve(c, score=scores[row], fused_score=scores[row], fused_by=method)
         for row, c in merged.items()
     ]
     return sorted(out, key=lambda c: -c.score)

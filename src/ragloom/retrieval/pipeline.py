@@ -69,6 +69,20 @@ def through_ties(
     return rows, scores
 
 
+def evolve(cand: Candidate, **changes: Any) -> Candidate:
+    """`dataclasses.replace` for the hot paths: the same new candidate, without running the
+    generated `__init__` over its 20 fields again (fusion makes one per merged row per query;
+    `replace` costs about 10 us each, a millisecond a hybrid query)."""
+    fields = cand.__dict__
+    unknown = changes.keys() - fields.keys()
+    if unknown:
+        raise TypeError(f"Candidate has no field {sorted(unknown)[0]!r}")
+    new = object.__new__(Candidate)
+    new.__dict__.update(fields)
+    new.__dict__.update(changes)
+    return new
+
+
 def leg_candidates(
     leg: str, row_ids: np.ndarray, scores: np.ndarray, alone: bool = False
 ) -> list[Candidate]:
