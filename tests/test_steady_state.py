@@ -239,3 +239,48 @@ def test_ragloom_index_leaves_the_steady_state(tmp_path: Path) -> None:
         assert len(files) == 1  # merged, then the small files consolidated into one
         big = [p for p in files if p.segment.n >= 400]
         assert big and all(p.segment.ann is not None for p in big)  # graphs built
+
+
+def test_a_slow_bulk_load_never_looks_idle(tmp_path: Path, monkeypatch, small_segments) -> None:
+    """Embedding a batch takes longer than the idle wait: consolidation and graphs still wait
+    for the end of `Index.add` (they would rewrite and rebuild while it runs), then happen."""
+    import ragloom.engine.ingest as ingest
+
+    monkeypatch.setattr(maintenance, "GRAPH_AFTER", 0.2)
+    monkeypatch.setattr(ingest, "WRITE_BATCH", 100)
+
+    class Slow(Topics):
+        batch_size = 1000
+
+        def _embed_batch(self, texts):
+            time.sleep(0.4)
+            return super()._embed_batch(texts)
+
+    during: list[str] = []
+    loading = threading.Event()
+    real_consolidate = maintenance.Maintenance._consolidate
+    real_graph = maintenance.Maintenance._build_graph
+
+    def consolidate(self, view):
+        done = real_consolidate(self, view)
+        if done and loading.is_set():
+            during.append("consolidated")
+        return done
+
+    def graph(self, view):
+        done = real_graph(self, view)
+        if done and loading.is_set():
+            during.append("graph")
+        return done
+
+    monkeypatch.setattr(maintenance.Maintenance, "_consolidate", consolidate)
+    monkeypatch.setattr(maintenance.Maintenance, "_build_graph", graph)
+    with Index(tmp_path / "idx.db", embedder=Slow()) as index:
+        loading.set()
+        index.add(_docs())
+        loading.clear()
+        assert _segments(index)["files"] >= 2  # flushed and merged while loading...
+        assert during == []  # ...but nothing that waits for a pause
+        _wait_for(lambda: not index.store.maintenance.outstanding())
+        after = _segments(index)
+        assert (after["files"], after["graphs"]) == (1, 1)  # then consolidated, graphed

@@ -139,6 +139,17 @@ class Ingest:
     ) -> IndexReport:
         if on_embed_error not in ON_EMBED_ERROR:
             raise InputError(f"on_embed_error must be one of {', '.join(ON_EMBED_ERROR)}")
+        with self.store.busy():  # idle-time background work waits for the whole load
+            return self._add(documents, collection, on_batch, enrichers, on_embed_error)
+
+    def _add(
+        self,
+        documents: Iterable[Document],
+        collection: str,
+        on_batch: Callable[[int], None] | None,
+        enrichers: Sequence[Enricher],
+        on_embed_error: str,
+    ) -> IndexReport:
         report = IndexReport()
         self.collection(collection)
         batches: dict[str, list[tuple[Document, str]]] = {}

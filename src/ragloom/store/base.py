@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
 import numpy as np
@@ -304,6 +304,11 @@ class Store(ABC):
         """Each shard of a shard set: reachable or not, its documents, its replicas; None
         when the store is not sharded."""
         return None
+
+    def busy(self) -> AbstractContextManager:
+        """Around a bulk write being prepared and written: background work that runs only
+        once writes pause waits for its end (a bulk load never looks idle between batches)."""
+        return nullcontext()
 
     def maintain(self, wait: bool = True, on_step: Any = None) -> int:  # noqa: B027
         """Run pending background work (flushes, merges, graphs) now; `on_step(done, what)`

@@ -6,8 +6,7 @@ policy; `ragloom.segments.schedule` decides what is due. Each step builds its fi
 view without holding any lock, then commits the manifest change in one short write
 transaction, re-checking that nobody changed the same segments meanwhile; deletes and
 vectors that arrived during the step stay recorded (`removed`, `vectors`) and are applied to
-the new segment. A crash at any point leaves either the old segments or the new one in the
-manifest, never half of either.
+the new segment. A crash leaves the old segments or the new one in the manifest, never half.
 
 Nobody has to ask for the steady state: a process that opens a writable index resumes the
 work an earlier one left pending (`resume`, after `RESUME_AFTER` seconds so that a short
@@ -67,9 +66,11 @@ class Maintenance:
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        self._lock = threading.Lock()  # one step at a time in this process
+        self._lock, self._lock_writers = threading.Lock(), threading.Lock()  # steps, writers
         self.background = os.environ.get("RAGLOOM_BACKGROUND", "1") != "0"
         self.last_write = 0.0
+        self.writers = 0  # Index.add calls under way in this process: not idle meanwhile
+        self._forced = False  # run_now: idle-time work runs at once
         self.deferred = False
         self.last_step = ""  # what the last step did, in words (for progress)
         self._first_wait: float | None = None
@@ -86,6 +87,25 @@ class Maintenance:
             return
         self._start()
         self._wake.set()
+
+    @contextlib.contextmanager
+    def writing(self):
+        """Around a bulk write (all of an `Index.add`): idle-time work (folding, consolidation,
+        graphs) waits until it ends, however long its batches take to chunk and embed."""
+        with self._lock_writers:
+            self.writers += 1
+        try:
+            yield
+        finally:
+            with self._lock_writers:
+                self.writers -= 1
+            self.last_write = time.monotonic()
+
+    def idle_for(self) -> float:
+        """Seconds since the last write, 0 while one is being prepared."""
+        if self._forced:
+            return float("inf")
+        return 0.0 if self.writers else time.monotonic() - self.last_write
 
     def resume(self, after: float | None = None) -> None:
         """At open: take up pending flushes, merges and graphs in the background once the
@@ -105,7 +125,7 @@ class Maintenance:
             self._thread.join()
             self._thread = None
 
-    def stopping(self) -> bool:
+    def stopping(self) -> bool:  # (a step polls it to give up midway)
         return self._stop.is_set()
 
     def _loop(self) -> None:
@@ -128,12 +148,15 @@ class Maintenance:
     def run_now(self, on_step: Callable[[int, str], None] | None = None) -> int:
         """Do every pending flush, merge and graph now, in this thread; `on_step(done, what)`
         hears of each step as it finishes. Returns the number of steps."""
-        self.last_write = 0.0
+        self._forced = True
         done = 0
-        while self.step():
-            done += 1
-            if on_step is not None:
-                on_step(done, self.last_step)
+        try:
+            while self.step():
+                done += 1
+                if on_step is not None:
+                    on_step(done, self.last_step)
+        finally:
+            self._forced = False
         return done
 
     # -- one step ---------------------------------------------------------------------
@@ -195,7 +218,7 @@ class Maintenance:
             segment = part.segment
             if segment.ann is not None or segment.n < ann.ANN_MIN or segment.vectors is None:
                 continue
-            if time.monotonic() - self.last_write < GRAPH_AFTER:
+            if self.idle_for() < GRAPH_AFTER:
                 self.deferred = True
                 return False
             path = self.store.files.path(segment.name)
@@ -217,7 +240,7 @@ class Maintenance:
         plan = consolidation_plan(view, self.consolidate_rows)
         if plan is None:
             return False
-        if time.monotonic() - self.last_write < GRAPH_AFTER:
+        if self.idle_for() < GRAPH_AFTER:
             self.deferred = True
             return False
         return self._merge(view, *plan)
@@ -227,7 +250,7 @@ class Maintenance:
         faster (a pure memory change, nothing is written)."""
         if len(view.parts) - view.files < 2:
             return False
-        if time.monotonic() - self.last_write < SETTLE_AFTER:
+        if self.idle_for() < SETTLE_AFTER:
             self.deferred = True
             return False
         self.last_step = "in-memory segments folded together"

@@ -336,6 +336,11 @@ class SQLiteStore(Store):
 
         return repair_store(self)
 
+    def busy(self) -> contextlib.AbstractContextManager:
+        if self.maintenance is None:
+            return contextlib.nullcontext()
+        return self.maintenance.writing()
+
     def maintain(self, wait: bool = True, on_step: Any = None) -> int:
         if self.maintenance is None:
             return 0
