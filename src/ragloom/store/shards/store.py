@@ -273,9 +273,8 @@ class ShardedStore(Store):
 
         return shard_status(self)
 
-    def maintain(self, wait: bool = True) -> None:
-        for i in range(self.count):
-            self.shard(i).maintain(wait)
+    def maintain(self, wait: bool = True, on_step: Any = None) -> int:
+        return sum(self.shard(i).maintain(wait, on_step) for i in range(self.count))
 
     def close(self) -> None:
         for conn in self._controls.values():
