@@ -65,7 +65,7 @@ def kill_midway(args: list[str], dest: Path, rng: random.Random, wait_for_stagin
     if wait_for_staging:
         while not leftovers(dest) and process.poll() is None and time.monotonic() < deadline:
             time.sleep(0.001)
-        time.sleep(rng.uniform(0, 0.2))
+        time.sleep(rng.uniform(0, 0.02))  # the staging phase can be short: kill within it
     else:
         time.sleep(rng.uniform(0.2, 2.0))
     finished = process.poll() == 0
@@ -98,10 +98,9 @@ def test_kill_9_midway_leaves_the_source_and_no_partial_destination(scifact, tmp
         dest = tmp_path / f"out{trial}{suffix}"
         finished, killed_midway = kill_midway(command(op, scifact, dest), dest, rng, trial % 2 == 0)
         midway += killed_midway
-        if finished:
-            complete(op, dest)
+        if finished or dest.exists():  # done, or killed after its last rename: whole
+            complete(op, dest)  # a destination that exists is never partial
             continue
-        assert not dest.exists(), f"a partial {dest.name} after kill -9 ({op})"
         segments = dest.with_name(dest.name + "-segments")
         assert not segments.exists() or (segments / ".restoring").exists()
         again = subprocess.run(command(op, scifact, dest), capture_output=True, text=True)

@@ -48,7 +48,7 @@ def environment(**extra: str) -> dict[str, str]:
     return {**clean, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{clean['PATH']}", **extra}
 
 
-def run(line: str, cwd: Path, **env: str) -> subprocess.CompletedProcess:
+def run(line: str, cwd: Path, timeout: float = 600, **env: str) -> subprocess.CompletedProcess:
     args = shlex.split(line)
     assert args[0] == "ragloom", line
     return subprocess.run(
@@ -57,7 +57,7 @@ def run(line: str, cwd: Path, **env: str) -> subprocess.CompletedProcess:
         env=environment(**env),
         capture_output=True,
         text=True,
-        timeout=600,
+        timeout=timeout,
     )
 
 
@@ -187,6 +187,8 @@ def test_eval_and_tune_examples_run_as_written(tmp_path: Path, command: str) -> 
     shared_dataset("scifact")
     line = next(x for x in commands(block("## Command line")) if x.startswith(command))
     index = str(tmp_path / "ragloom.db")  # RAGLOOM_INDEX: documented; keeps the clone clean
-    done = run(line, ROOT, RAGLOOM_INDEX=index)
+    # embeds SciFact with the local model, then (tune) scores every trial on 809 queries:
+    # minutes on two cores, more when the machine is shared; the bound only catches a hang
+    done = run(line, ROOT, timeout=1800, RAGLOOM_INDEX=index)
     assert done.returncode == 0, done.stderr
     assert "nDCG@10" in done.stdout
