@@ -219,6 +219,61 @@ def _packed(packed: PackedContext) -> dict[str, Any]:
     return {"context": data["text"], "context_tokens": data["tokens"], "passages": data["passages"]}
 
 
+def _document_page(
+    index: Any, collection: str | None, offset: int, limit: int, roots: Any
+) -> dict[str, Any]:
+    """One page of `GET /documents`: the stored documents with their public paths."""
+    counts = index.stats()["collections"]
+    if not counts:  # empty index: nothing to list yet, whatever the collection
+        return {"ok": True, "documents": [], "offset": offset, "limit": limit, "total": 0}
+    docs = index.documents(collection, offset=offset, limit=limit)
+    names = [collection] if collection is not None else list(counts)
+    total = sum(counts[n]["documents"] for n in names if n in counts)
+    page = [
+        {
+            "id": d.doc_id,
+            "collection": d.collection,
+            "source": public_path(d.source, roots),
+            "title": d.title,
+            "metadata": d.metadata,
+            "chunks": d.chunks,
+            "content_hash": d.content_hash,
+            "indexed_at": d.indexed_at,
+            "pending": d.pending,
+        }
+        for d in docs
+    ]
+    return {"ok": True, "documents": page, "offset": offset, "limit": limit, "total": total}
+
+
+def _health(holder: IndexHolder, settings: ServerSettings, request: Request) -> JSONResponse:
+    """`GET /health`: liveness for anyone; counts (and replicas, shards) with the token."""
+    try:
+        data = holder.get().stats()
+        error = None
+    except StoreError as exc:
+        data, error = {}, exc.message
+    status_code = 503 if error is not None else 200
+    header = request.headers.get("authorization", "").encode("latin-1", "replace")
+    if not settings.token or not token_matches(header, settings.token.encode("utf-8")):
+        return JSONResponse({"ok": error is None}, status_code=status_code)
+    status: dict[str, Any] = {"path": location_label(holder.path), "open": error is None}
+    if error is not None:
+        status["error"] = error
+    else:
+        status.update(
+            collections=len(data["collections"]),
+            documents=data["documents"],
+            chunks=data["chunks"],
+            pending=data["pending"],
+        )
+        for part in ("replicas", "shards"):
+            if part in data:
+                status[part] = data[part]
+    body = {"ok": error is None, "version": __version__, "index": status}
+    return JSONResponse(body, status_code=status_code)
+
+
 def build_router(
     holder: IndexHolder,
     settings: ServerSettings,
@@ -277,32 +332,7 @@ def build_router(
         limit: int = Query(100, ge=1, le=bodies.MAX_PAGE),
     ) -> JSONResponse:
         """A page of stored documents (ordered by collection, then id)."""
-        index = holder.get()
-        counts = index.stats()["collections"]
-        if not counts:  # empty index: nothing to list yet, whatever the collection
-            return JSONResponse(
-                {"ok": True, "documents": [], "offset": offset, "limit": limit, "total": 0}
-            )
-        docs = index.documents(collection, offset=offset, limit=limit)
-        names = [collection] if collection is not None else list(counts)
-        total = sum(counts[n]["documents"] for n in names if n in counts)
-        page = [
-            {
-                "id": d.doc_id,
-                "collection": d.collection,
-                "source": public_path(d.source, roots),
-                "title": d.title,
-                "metadata": d.metadata,
-                "chunks": d.chunks,
-                "content_hash": d.content_hash,
-                "indexed_at": d.indexed_at,
-                "pending": d.pending,
-            }
-            for d in docs
-        ]
-        return JSONResponse(
-            {"ok": True, "documents": page, "offset": offset, "limit": limit, "total": total}
-        )
+        return JSONResponse(_document_page(holder.get(), collection, offset, limit, roots))
 
     @router.get("/stats", response_model=schemas.StatsResponse, responses=_errors())
     def stats() -> JSONResponse:
@@ -316,29 +346,6 @@ def build_router(
     )
     def health(request: Request) -> JSONResponse:
         """Liveness (never needs the token); counts only for a caller with the valid token."""
-        try:
-            data = holder.get().stats()
-            error = None
-        except StoreError as exc:
-            data, error = {}, exc.message
-        status_code = 503 if error is not None else 200
-        header = request.headers.get("authorization", "").encode("latin-1", "replace")
-        if not settings.token or not token_matches(header, settings.token.encode("utf-8")):
-            return JSONResponse({"ok": error is None}, status_code=status_code)
-        status: dict[str, Any] = {"path": location_label(holder.path), "open": error is None}
-        if error is not None:
-            status["error"] = error
-        else:
-            status.update(
-                collections=len(data["collections"]),
-                documents=data["documents"],
-                chunks=data["chunks"],
-                pending=data["pending"],
-            )
-            for part in ("replicas", "shards"):
-                if part in data:
-                    status[part] = data[part]
-        body = {"ok": error is None, "version": __version__, "index": status}
-        return JSONResponse(body, status_code=status_code)
+        return _health(holder, settings, request)
 
     return router
