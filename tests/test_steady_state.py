@@ -56,10 +56,11 @@ def _docs() -> list[Document]:
 @pytest.fixture
 def small_segments(monkeypatch):
     """Flushes every 200 chunks, merges 3 at a time, graphs over 400 chunks or more; the
-    background resumes 0.1 s after open."""
+    background resumes 0.1 s after open, consolidation and graphs 0.2 s after the last write."""
     monkeypatch.setattr(maintenance, "FLUSH_ROWS", 200)
     monkeypatch.setattr(maintenance, "MERGE_FACTOR", 3)
     monkeypatch.setattr(maintenance, "RESUME_AFTER", 0.1)
+    monkeypatch.setattr(maintenance, "GRAPH_AFTER", 0.2)
     monkeypatch.setattr(ann, "ANN_MIN", 400)
 
 
@@ -256,8 +257,22 @@ def test_a_slow_bulk_load_never_looks_idle(tmp_path: Path, monkeypatch, small_se
             time.sleep(0.4)
             return super()._embed_batch(texts)
 
-    during: list[str] = []
     loading = threading.Event()
+    during = _record_idle_work(monkeypatch, loading)
+    with Index(tmp_path / "idx.db", embedder=Slow()) as index:
+        loading.set()
+        index.add(_docs())
+        loading.clear()
+        assert _segments(index)["files"] >= 2  # flushed and merged while loading...
+        assert during == []  # ...but nothing that waits for a pause
+        _wait_for(lambda: not index.store.maintenance.outstanding())
+        after = _segments(index)
+        assert (after["files"], after["graphs"]) == (1, 1)  # then consolidated, graphed
+
+
+def _record_idle_work(monkeypatch, loading: threading.Event) -> list[str]:
+    """Consolidations and graph builds done while `loading` is set, in order."""
+    during: list[str] = []
     real_consolidate = maintenance.Maintenance._consolidate
     real_graph = maintenance.Maintenance._build_graph
 
@@ -275,12 +290,44 @@ def test_a_slow_bulk_load_never_looks_idle(tmp_path: Path, monkeypatch, small_se
 
     monkeypatch.setattr(maintenance.Maintenance, "_consolidate", consolidate)
     monkeypatch.setattr(maintenance.Maintenance, "_build_graph", graph)
-    with Index(tmp_path / "idx.db", embedder=Slow()) as index:
+    return during
+
+
+def test_a_script_pausing_between_adds_gets_no_rewrite_under_its_ingest(
+    tmp_path: Path, monkeypatch, small_segments
+) -> None:
+    """A script opens an index with pending work, prepares its first batch for longer than the
+    resume wait, then adds batches with pauses shorter than the idle wait: the pending flush
+    and merges happen, but consolidation and graphs (rewrites of every small segment) wait
+    until the script has stopped writing for the idle wait, counted from open or the last
+    write, whichever is later; then they happen without anyone asking."""
+    monkeypatch.setattr(maintenance, "GRAPH_AFTER", 3.0)
+    path = tmp_path / "idx.db"
+    _build_without_background(path, monkeypatch)
+    loading = threading.Event()
+    during = _record_idle_work(monkeypatch, loading)
+    more = [Document(f"e{i}", f"more topic{i % 30} word{i % 89} extra{i}") for i in range(600)]
+    with Index(path, embedder=Topics()) as index:
         loading.set()
-        index.add(_docs())
+        time.sleep(1.0)  # preparing the first batch (the resume wait is 0.1 s)
+        for lo in range(0, 600, 200):
+            index.add(more[lo : lo + 200])
+            time.sleep(1.0)  # preparing the next one
         loading.clear()
-        assert _segments(index)["files"] >= 2  # flushed and merged while loading...
-        assert during == []  # ...but nothing that waits for a pause
+        assert _segments(index)["files"] >= 2  # the pending flush happened meanwhile
+        assert during == []  # no consolidation nor graph under the ingest
         _wait_for(lambda: not index.store.maintenance.outstanding())
         after = _segments(index)
-        assert (after["files"], after["graphs"]) == (1, 1)  # then consolidated, graphed
+        assert (after["files"], after["graphs"]) == (1, 1)
+        assert index.check() == []
+
+
+def test_the_idle_wait_before_rewrites_is_long_by_default() -> None:
+    """Consolidation and graphs wait for 10 s or more without writes unless told otherwise:
+    a script's pauses between batches (reading, embedding elsewhere) are seldom that long."""
+    env = {k: v for k, v in os.environ.items() if k != "RAGLOOM_GRAPH_AFTER"}
+    code = "import ragloom.store.sqlite.maintenance as m; print(m.GRAPH_AFTER)"
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True
+    )
+    assert float(out.stdout) >= 10.0

@@ -49,7 +49,8 @@ from ragloom.store.sqlite.views import read_collections
 log = logging.getLogger("ragloom.store")
 
 SETTLE_AFTER = 0.5  # seconds without writes before in-memory segments are folded together
-GRAPH_AFTER = float(os.environ.get("RAGLOOM_GRAPH_AFTER", "2"))  # idle seconds before graphs
+# Idle s since open or the last write before consolidation and graphs (> a script's pauses)
+GRAPH_AFTER = float(os.environ.get("RAGLOOM_GRAPH_AFTER", "15"))
 RESUME_AFTER = float(os.environ.get("RAGLOOM_RESUME_AFTER", "2"))  # open -> pending work
 RETIRED_GRACE = 60.0  # seconds a merged-away file stays for readers of older versions
 ORPHAN_AGE = 600.0  # files not in the manifest are removed once this old
@@ -71,7 +72,7 @@ class Maintenance:
         self.last_write = 0.0
         self.writers = 0  # Index.add calls under way in this process: not idle meanwhile
         self._forced = False  # run_now: idle-time work runs at once
-        self.deferred = False
+        self.deferred = 0.0  # idle seconds the work put off by the last round waits for
         self.last_step = ""  # what the last step did, in words (for progress)
         self._first_wait: float | None = None
 
@@ -110,9 +111,11 @@ class Maintenance:
     def resume(self, after: float | None = None) -> None:
         """At open: take up pending flushes, merges and graphs in the background once the
         process has been open `after` seconds (default `RESUME_AFTER`); searches meanwhile
-        read the current segments. Nothing pending: the thread finds nothing and sleeps."""
+        read the current segments (nothing pending: it finds nothing and sleeps). Consolidation
+        and graphs count their idle wait from here: the opener may be about to write."""
         if not self.background or self._stop.is_set():
             return
+        self.last_write = max(self.last_write, time.monotonic())
         self._first_wait = RESUME_AFTER if after is None else after
         self._start()
 
@@ -125,6 +128,9 @@ class Maintenance:
             self._thread.join()
             self._thread = None
 
+    def _defer(self, idle: float) -> None:  # some work waits for `idle` s without writes
+        self.deferred = min(self.deferred or idle, idle)
+
     def stopping(self) -> bool:  # (a step polls it to give up midway)
         return self._stop.is_set()
 
@@ -133,14 +139,14 @@ class Maintenance:
         timeout = self._first_wait
         while not self._stop.is_set():
             woken = self._wake.wait(timeout=timeout if waiting else None)
-            timeout = GRAPH_AFTER
             self._wake.clear()
             if woken:
                 self._stop.wait(SETTLE_AFTER)  # let a burst of writes finish first
             try:
                 while not self._stop.is_set() and self.step():
                     pass
-                waiting = self.deferred
+                waiting = self.deferred > 0
+                timeout = max(self.deferred - self.idle_for(), 0.0) + 0.05  # until idle enough
             except Exception:  # keep serving; the next write retries
                 log.exception("background merge failed")
                 waiting = False
@@ -162,7 +168,7 @@ class Maintenance:
     # -- one step ---------------------------------------------------------------------
     def step(self) -> bool:
         """One flush or merge if any is due; True when something was done."""
-        self.deferred = False
+        self.deferred = 0.0
         with self._lock:
             store = self.store
             with store.snapshot() as snap:
@@ -174,14 +180,8 @@ class Maintenance:
                 plan = merge_plan(view, self.factor, self.flush_rows)
                 if plan is not None:
                     return self._merge(view, *plan)
-            for view in views:
-                if self._settle(view):
-                    return True
-            for view in views:
-                if self._consolidate(view):
-                    return True
-            for view in views:
-                if self._build_graph(view):
+            for idle_work in (self._settle, self._consolidate, self._build_graph):
+                if any(idle_work(view) for view in views):
                     return True
             self._clean_files()
             return False
@@ -219,7 +219,7 @@ class Maintenance:
             if segment.ann is not None or segment.n < ann.ANN_MIN or segment.vectors is None:
                 continue
             if self.idle_for() < GRAPH_AFTER:
-                self.deferred = True
+                self._defer(GRAPH_AFTER)
                 return False
             path = self.store.files.path(segment.name)
             if attach_graph(segment, path):
@@ -241,7 +241,7 @@ class Maintenance:
         if plan is None:
             return False
         if self.idle_for() < GRAPH_AFTER:
-            self.deferred = True
+            self._defer(GRAPH_AFTER)
             return False
         return self._merge(view, *plan)
 
@@ -251,7 +251,7 @@ class Maintenance:
         if len(view.parts) - view.files < 2:
             return False
         if self.idle_for() < SETTLE_AFTER:
-            self.deferred = True
+            self._defer(SETTLE_AFTER)
             return False
         self.last_step = "in-memory segments folded together"
         return self.store.replace_view(view, settled(view))
