@@ -18,6 +18,7 @@ from ragloom.lexical import BM25Params
 from ragloom.retrieval.search import SearchOptions
 from ragloom.store.open import open_store
 from ragloom.store.records import NewChunk, NewDocument
+from ragloom.store.shards import commit
 from ragloom.store.shards.placement import MAX_SHARDS, jump, shard_of, split_row
 from ragloom.store.shards.url import parse_shard_set
 
@@ -219,6 +220,45 @@ def test_a_write_across_shards_is_seen_whole_or_not_at_all(servers) -> None:
             t.join()
         assert len(seen) > 20 and bad == []
         assert {h.text for h in index.search("tide", top_k=50)} == {"tide version40"}
+
+
+def test_a_search_waits_for_a_commit_in_progress_and_keeps_no_lock_after(servers) -> None:
+    """Searches take the commit locks on every shard at once when they are free; one busy
+    (a writer between PREPARE and COMMIT PREPARED) makes the search wait for it, in shard
+    order. No search leaves a lock held behind it."""
+    with Index(servers.url(), embedder=None) as index:
+        index.add([Document(f"lock{i}", "lock words") for i in range(12)], "locks")
+        store = index.store
+        writer = store.shard(1).control_connection()
+        assert commit.exclusive_lock(writer, store.schema, wait=False)
+        answers: list = []
+
+        def search() -> None:
+            answers.append(index.search("lock", top_k=20, collection="locks", mode="lexical"))
+
+        thread = threading.Thread(target=search)
+        thread.start()
+        thread.join(0.5)
+        assert thread.is_alive() and not answers  # waits for the commit to end
+        commit.exclusive_unlock(writer, store.schema)
+        thread.join(10)
+        assert len(answers[0]) == 12
+
+        def free() -> bool:  # a writer could take every shard's lock at once
+            taken = []
+            for i in range(3):
+                conn = store.shard(i).control_connection()
+                taken.append(commit.exclusive_lock(conn, store.schema, wait=False))
+                commit.exclusive_unlock(conn, store.schema)
+                conn.close()
+            return all(taken)
+
+        with index.reading() as reading:  # let go with the first query on each shard
+            assert not free()
+            assert len(reading.search("lock", top_k=20, collection="locks", mode="lexical")) == 12
+            assert free()
+        search()
+        assert free()
 
 
 def test_a_failed_write_leaves_every_shard_as_it_was(servers) -> None:

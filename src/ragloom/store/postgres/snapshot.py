@@ -168,21 +168,34 @@ class PostgresSnapshot(Snapshot):
         self.conn = conn
         self.generation = generation
         self.rows = rows
+        self.led: tuple[Any, ...] | None = None
         self._readers: dict[str, PostgresCollection] = {}
 
     @classmethod
-    def begin(cls, store: Any, conn: psycopg.Connection) -> PostgresSnapshot:
-        """Open the transaction and read the generation and collections: one round trip."""
+    def begin(cls, store: Any, conn: psycopg.Connection, lead: str = "") -> PostgresSnapshot:
+        """Open the transaction and read the generation and collections: one round trip.
+        `lead`, a statement run just before the transaction in the same round trip (a shard
+        set's commit lock), leaves its first row in `led`."""
         # the search path is set again in every snapshot: a server caches a path naming a
         # schema that did not exist yet (a replica that connected before it replayed it)
-        cursor = conn.execute(BEGIN.format(path=store.path_sql))
+        statement = BEGIN.format(path=store.path_sql)
+        led = None
+        if lead:
+            cursor = conn.execute(f"{lead}; COMMIT; {statement}")
+            led = cursor.fetchone()
+            cursor.nextset()  # past the lead's result
+            cursor.nextset()  # and COMMIT's (which ends the lead's implicit transaction)
+        else:
+            cursor = conn.execute(statement)
         cursor.nextset()  # past BEGIN's result
         cursor.nextset()  # and SET's, to the SELECT's
         records = cursor.fetchall()
         if not records:
             raise psycopg.errors.UndefinedTable("meta is empty")
         rows = {r[2]: CollectionRow(*r[1:]) for r in records if r[1] is not None}
-        return cls(store, conn, int(records[0][0]), rows)
+        snap = cls(store, conn, int(records[0][0]), rows)
+        snap.led = led
+        return snap
 
     def collections(self) -> dict[str, CollectionInfo]:
         return {n: CollectionInfo(r.id, r.name, r.config) for n, r in self.rows.items()}

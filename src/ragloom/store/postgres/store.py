@@ -256,9 +256,13 @@ class PostgresStore(Store):
                 conn.close()
 
     # -- for a shard set (`ragloom.store.shards`), which opens and commits its own way ----
-    def open_snapshot(self, conn: psycopg.Connection) -> PostgresSnapshot:
-        """A snapshot on `conn` (from `search_connection`), newer than this process's writes."""
-        return self._fresh_enough(PostgresSnapshot.begin(self, conn))
+    def open_snapshot(self, conn: psycopg.Connection, lead: str = "") -> PostgresSnapshot:
+        """A snapshot on `conn` (from `search_connection`), newer than this process's writes;
+        `lead` runs on `conn` first, in the same round trip (`PostgresSnapshot.begin`)."""
+        snap = PostgresSnapshot.begin(self, conn, lead)
+        fresh = self._fresh_enough(snap)
+        fresh.led = snap.led
+        return fresh
 
     def search_connection(self) -> psycopg.Connection:
         return self._search_connection()

@@ -51,18 +51,28 @@ def parse_gid(gid: str) -> tuple[str, list[int]]:
     return f"2pc:{token}", [int(s) for s in shards.split(",") if s]
 
 
-def shared_lock_and_orphans(conn: psycopg.Connection, schema: str) -> bool:
-    """Take the shard's commit lock in shared mode; True when a prepared transaction of this
-    schema is waiting (under the lock, that means its writer is gone)."""
-    query = sql.SQL(
-        "SELECT pg_advisory_lock_shared({}), EXISTS (SELECT 1 FROM pg_prepared_xacts"
-        " WHERE gid LIKE {} AND database = current_database())"
-    ).format(lock_key(schema), sql.Literal(gid_prefix(schema) + "%"))
-    return bool(conn.execute(query).fetchone()[1])
+def shared_lock_sql(schema: str, wait: bool) -> str:
+    """A statement taking the shard's commit lock in shared mode (`wait=False`: only if it is
+    free now) that answers (taken, whether a prepared transaction of this schema waits: under
+    the lock, that means its writer is gone). Run before the snapshot's BEGIN, in one round
+    trip with it (`PostgresSnapshot.begin`'s `lead`)."""
+    function = "pg_advisory_lock_shared" if wait else "pg_try_advisory_lock_shared"
+    return (
+        sql.SQL(
+            "SELECT {}({})::text <> 'false', EXISTS (SELECT 1 FROM pg_prepared_xacts"
+            " WHERE gid LIKE {} AND database = current_database())"
+        )
+        .format(sql.Identifier(function), lock_key(schema), sql.Literal(gid_prefix(schema) + "%"))
+        .as_string(None)
+    )
+
+
+def shared_unlock_sql(schema: str) -> str:
+    return sql.SQL("SELECT pg_advisory_unlock_shared({})").format(lock_key(schema)).as_string(None)
 
 
 def shared_unlock(conn: psycopg.Connection, schema: str) -> None:
-    conn.execute(sql.SQL("SELECT pg_advisory_unlock_shared({})").format(lock_key(schema)))
+    conn.execute(shared_unlock_sql(schema))
 
 
 def exclusive_lock(conn: psycopg.Connection, schema: str, wait: bool = True) -> bool:

@@ -1,14 +1,34 @@
 """The whole-set operations of a shard set: each asks every shard and puts the answers
-together (pending chunks, every chunk's text, export, check, per-shard status)."""
+together (pending chunks, every chunk's text, export, check, per-shard status); `fan_out`
+runs work on every shard at once."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor, wait
+from typing import Any, TypeVar
 
 from ragloom.errors import ShardUnavailable
 from ragloom.store.records import CollectionInfo, NewDocument
 from ragloom.store.shards.placement import global_row, shard_of
+
+T = TypeVar("T")
+_POOL = ThreadPoolExecutor(max_workers=16, thread_name_prefix="ragloom-shards")
+
+
+def fan_out(work: Callable[[int, Any], T], items: dict[int, Any]) -> dict[int, T]:
+    """`work(shard, item)` for every shard, in parallel when there are several (the first
+    on the calling thread: one hand-off fewer). Every call has ended when it returns."""
+    if len(items) < 2:
+        return {i: work(i, item) for i, item in items.items()}
+    first, *rest = items
+    futures = {i: _POOL.submit(work, i, items[i]) for i in rest}
+    try:
+        out = {first: work(first, items[first])}
+    finally:
+        wait(futures.values())
+    out.update((i, f.result()) for i, f in futures.items())
+    return out
 
 
 def _local(snap_store: Any, collection: CollectionInfo) -> CollectionInfo | None:

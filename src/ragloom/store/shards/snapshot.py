@@ -11,12 +11,14 @@ candidates merged by score. Filters go to every shard as SQL. Shards run in para
 
 from __future__ import annotations
 
+import contextlib
+import threading
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from typing import Any, TypeVar
 
 import numpy as np
+import psycopg
 
 from ragloom.config import CollectionConfig
 from ragloom.errors import NotFound
@@ -25,6 +27,8 @@ from ragloom.lexical.bm25 import BM25Params, bm25_idf
 from ragloom.store.base import CollectionReader, Snapshot
 from ragloom.store.postgres import legs
 from ragloom.store.records import CollectionInfo, StoredChunk, StoredDocument
+from ragloom.store.shards import commit
+from ragloom.store.shards.fanout import fan_out
 from ragloom.store.shards.placement import (
     by_shard,
     global_row,
@@ -35,15 +39,10 @@ from ragloom.store.shards.placement import (
 )
 
 T = TypeVar("T")
-_POOL = ThreadPoolExecutor(max_workers=16, thread_name_prefix="ragloom-shards")
 
 
-def fan_out(work: Callable[[int, Any], T], items: dict[int, Any]) -> dict[int, T]:
-    """`work(shard, item)` for every shard, in parallel when there are several."""
-    if len(items) < 2:
-        return {i: work(i, item) for i, item in items.items()}
-    futures = {i: _POOL.submit(work, i, item) for i, item in items.items()}
-    return {i: f.result() for i, f in futures.items()}
+def _usable(conn: psycopg.Connection) -> bool:
+    return not conn.closed and not conn.broken
 
 
 class ShardedCollection(CollectionReader):
@@ -57,6 +56,7 @@ class ShardedCollection(CollectionReader):
         self.config = CollectionConfig.from_dict(first.info.config)
         self.chunks = sum(r.row.chunks for r in readers.values())
         self.total_length = sum(r.row.total_length for r in readers.values())
+        self._frequencies: dict[str, int] = {}  # terms asked in this snapshot -> summed df
 
     def missing_shards(self) -> list[str]:
         return list(self.snapshot.missing.values())
@@ -108,15 +108,21 @@ class ShardedCollection(CollectionReader):
             rows, scores = legs.scored(reader, names, weights, avgdl, k, params, where)
             return global_rows(rows, i), scores
 
-        return merge_top(list(fan_out(score, self.readers).values()), k)
+        return merge_top(list(self.snapshot.each(score, self.readers).values()), k)
 
     def frequencies(self, terms: Sequence[str]) -> dict[str, int]:
-        """Each term's live chunks summed over the shards (terms none holds left out)."""
-        found: dict[str, int] = {}
-        for part in fan_out(lambda i, r: legs.term_frequencies(r, terms), self.readers).values():
-            for term, df in part.items():
-                found[term] = found.get(term, 0) + df
-        return found
+        """Each term's live chunks summed over the shards (terms none holds left out); asked
+        once per snapshot (a search asks again for its explanations)."""
+        known = self._frequencies
+        asked = [t for t in dict.fromkeys(terms) if t not in known]
+        if asked:
+            found = dict.fromkeys(asked, 0)
+            work = self.snapshot.each(lambda i, r: legs.term_frequencies(r, asked), self.readers)
+            for part in work.values():
+                for term, df in part.items():
+                    found[term] += df
+            known.update(found)
+        return {t: known[t] for t in terms if known[t] > 0}
 
     def document_frequencies(self, terms: Sequence[str]) -> tuple[dict[str, int], int]:
         return self.frequencies(list(set(terms))), self.chunks
@@ -132,16 +138,16 @@ class ShardedCollection(CollectionReader):
             rows, scores = legs.dense(reader, vector, k, where)
             return global_rows(rows, i), scores
 
-        rows, scores = merge_top(list(fan_out(search, self.readers).values()), k)
+        rows, scores = merge_top(list(self.snapshot.each(search, self.readers).values()), k)
         return rows, scores.astype(np.float32)
 
     # -- lookups ----------------------------------------------------------------------
     def metadata(self, rows: Sequence[int]) -> dict[int, dict[str, Any]]:
         out: dict[int, dict[str, Any]] = {}
-        for i, local in rows_by_shard(rows).items():
-            if i in self.readers:
-                found = self.readers[i].metadata(local)
-                out.update((global_row(r, i), m) for r, m in found.items())
+        wanted = {i: local for i, local in rows_by_shard(rows).items() if i in self.readers}
+        found = self.snapshot.each(lambda i, local: self.readers[i].metadata(local), wanted)
+        for i, part in found.items():
+            out.update((global_row(r, i), m) for r, m in part.items())
         return out
 
     def vectors(self, rows: Sequence[int]) -> np.ndarray:
@@ -156,6 +162,7 @@ class ShardedCollection(CollectionReader):
         return out
 
     def counts(self) -> dict[str, Any]:
+        self.snapshot.release_all()
         parts = [r.counts() for r in self.readers.values()]
         terms: set[str] = set()
         for reader in self.readers.values():
@@ -179,10 +186,11 @@ class ShardedCollection(CollectionReader):
         return sum(r.pending() for r in self.readers.values())
 
     def field_values(self, key: str) -> list[Any]:
-        found = fan_out(lambda i, r: r.field_values(key), self.readers)
+        found = self.snapshot.each(lambda i, r: r.field_values(key), self.readers)
         return [value for values in found.values() for value in values]
 
     def chunk_documents(self) -> dict[int, str]:
+        self.snapshot.release_all()
         out: dict[int, str] = {}
         for i, reader in self.readers.items():
             out.update((global_row(r, i), d) for r, d in reader.chunk_documents().items())
@@ -192,12 +200,62 @@ class ShardedCollection(CollectionReader):
 class ShardedSnapshot(Snapshot):
     """A snapshot of every reachable shard, taken as one cut."""
 
-    def __init__(self, store: Any, parts: dict[int, Any], missing: dict[int, str]) -> None:
+    def __init__(
+        self,
+        store: Any,
+        parts: dict[int, Any],
+        missing: dict[int, str],
+        locks: dict[int, psycopg.Connection] | None = None,
+    ) -> None:
         self.store = store
         self.parts = parts  # shard -> PostgresSnapshot
         self.missing = missing  # shard -> why it is left out
         self.generation = sum(p.generation for p in parts.values())
         self._readers: dict[str, ShardedCollection] = {}
+        # shard -> the connection still holding its commit lock in shared mode: let go with
+        # the first query on the shard, in the same round trip (`on`), or at the end
+        self._locks = dict(locks or {})
+        self._gates = {i: threading.Lock() for i in parts}
+
+    # -- the commit locks taken when the snapshot opened ------------------------------
+    def on(self, i: int, work: Callable[[], T]) -> T:
+        """`work()` on shard i; the first on each shard also lets go of the shard's commit
+        lock, pipelined with `work`'s queries (no round trip of its own)."""
+        gate = self._gates[i]
+        if i not in self._locks and not gate.locked():
+            return work()
+        with gate:  # others wait while the shard's connection is in pipeline mode
+            conn = self._locks.pop(i, None)
+            if conn is None:
+                return work()
+            unlock = commit.shared_unlock_sql(self.store.schema)
+            if conn is not self.parts[i].conn:  # the snapshot moved to the primary
+                conn.execute(unlock)
+                return work()
+            with conn.pipeline():
+                conn.execute(unlock)
+                return work()
+
+    def each(self, work: Callable[[int, Any], T], items: dict[int, Any]) -> dict[int, T]:
+        """`work(shard, item)` on every shard in parallel (`fan_out`), through `on`."""
+        return fan_out(lambda i, item: self.on(i, lambda: work(i, item)), items)
+
+    def release_all(self) -> None:
+        """Let go of every commit lock still held (before a longer read or a write)."""
+        for i in list(self._locks):
+            self.on(i, lambda: None)
+
+    def finish(self) -> None:
+        """End every shard's transaction, letting go of a lock still held in the same round
+        trip (a broken connection has let go of both)."""
+        unlock = commit.shared_unlock_sql(self.store.schema)
+        for i, part in self.parts.items():
+            conn = self._locks.pop(i, None)
+            with contextlib.suppress(psycopg.Error):
+                if conn is not None and conn is not part.conn and _usable(conn):
+                    conn.execute(unlock)
+                if _usable(part.conn):
+                    part.conn.execute(f"{unlock}; COMMIT" if conn is part.conn else "COMMIT")
 
     def _homes(self, doc_id: str) -> list[int]:
         """The shards that may hold `doc_id`: its home, and while the set grows its old one."""
@@ -236,12 +294,14 @@ class ShardedSnapshot(Snapshot):
         return reader
 
     def content_hashes(self, collection: str, doc_ids: Sequence[str]) -> dict[str, str]:
+        self.release_all()
         out: dict[str, str] = {}
         for i, ids in self._groups(doc_ids).items():
             out.update(self.parts[i].content_hashes(collection, ids))
         return out
 
     def file_ids_by_source(self, collection: str, sources: Sequence[str]) -> dict[str, list[str]]:
+        self.release_all()
         out: dict[str, list[str]] = {}
         for part in self.parts.values():
             for source, ids in part.file_ids_by_source(collection, sources).items():
@@ -249,6 +309,7 @@ class ShardedSnapshot(Snapshot):
         return out
 
     def sources_of(self, collection: str, doc_ids: Sequence[str]) -> dict[str, str | None]:
+        self.release_all()
         out: dict[str, str | None] = {}
         for i, ids in self._groups(doc_ids).items():
             out.update(self.parts[i].sources_of(collection, ids))
@@ -257,6 +318,7 @@ class ShardedSnapshot(Snapshot):
     def document_vectors(
         self, collection: CollectionInfo, doc_ids: Sequence[str], wanted: set[bytes]
     ) -> dict[bytes, np.ndarray]:
+        self.release_all()
         out: dict[bytes, np.ndarray] = {}
         for i, ids in self._groups(doc_ids).items():
             part = self.parts[i]
@@ -266,6 +328,7 @@ class ShardedSnapshot(Snapshot):
         return out
 
     def cached_vectors(self, model: str, hashes: Sequence[bytes]) -> dict[bytes, np.ndarray]:
+        self.release_all()
         out: dict[bytes, np.ndarray] = {}
         for part in self.parts.values():
             rest = [h for h in hashes if h not in out]
@@ -274,6 +337,7 @@ class ShardedSnapshot(Snapshot):
         return out
 
     def chunk_counts(self, collection: str, doc_ids: Sequence[str]) -> dict[str, int]:
+        self.release_all()
         out: dict[str, int] = {}
         for i, ids in self._groups(doc_ids).items():
             out.update(self.parts[i].chunk_counts(collection, ids))
@@ -281,14 +345,15 @@ class ShardedSnapshot(Snapshot):
 
     def chunks(self, rows: Sequence[int]) -> dict[int, StoredChunk]:
         out: dict[int, StoredChunk] = {}
-        for i, local in rows_by_shard(rows).items():
-            if i in self.parts:
-                for r, chunk in self.parts[i].chunks(local).items():
-                    row = global_row(r, i)
-                    out[row] = replace(chunk, row_id=row)
+        wanted = {i: local for i, local in rows_by_shard(rows).items() if i in self.parts}
+        for i, found in self.each(lambda i, local: self.parts[i].chunks(local), wanted).items():
+            for r, chunk in found.items():
+                row = global_row(r, i)
+                out[row] = replace(chunk, row_id=row)
         return out
 
     def document_text(self, collection: str, doc_id: str) -> str:
+        self.release_all()
         for i in self._homes(doc_id):
             if i not in self.parts:
                 down = self.missing.get(i, "its shard is down")
@@ -302,6 +367,7 @@ class ShardedSnapshot(Snapshot):
     def documents(
         self, collection: str | None, offset: int = 0, limit: int = 100
     ) -> list[StoredDocument]:
+        self.release_all()
         if collection is not None and collection not in self.collections():
             raise NotFound(f"no collection {collection!r} in {self.store.location}")
         pages: list[StoredDocument] = []
@@ -312,6 +378,7 @@ class ShardedSnapshot(Snapshot):
         return pages[offset : offset + limit]
 
     def document_counts(self) -> dict[str, dict[str, int]]:
+        self.release_all()
         out: dict[str, dict[str, int]] = {}
         for part in self.parts.values():
             for name, counts in part.document_counts().items():

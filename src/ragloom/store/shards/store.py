@@ -28,6 +28,7 @@ from ragloom.store.postgres import PostgresStore
 from ragloom.store.postgres.errors import from_psycopg
 from ragloom.store.records import CollectionInfo
 from ragloom.store.shards import commit
+from ragloom.store.shards.fanout import fan_out
 from ragloom.store.shards.snapshot import ShardedSnapshot
 from ragloom.store.shards.url import ShardSet, parse_shard_set
 from ragloom.store.shards.write import ShardedWrite, moving_from
@@ -175,60 +176,78 @@ class ShardedStore(Store):
             raise from_psycopg(exc, self.location) from None
         finally:
             self._local.snapshot = None
-            for part in snap.parts.values():
-                if not part.conn.closed and not part.conn.broken:
-                    with contextlib.suppress(psycopg.Error):
-                        part.conn.execute("COMMIT")
+            snap.finish()
 
     def _begin(self) -> ShardedSnapshot:
         for attempt in range(BEGIN_ATTEMPTS):
-            parts, missing, orphans = self._open_parts()
+            parts, missing, orphans, locks = self._open_parts()
+            snap = ShardedSnapshot(self, parts, missing, locks)
             if not orphans or attempt == BEGIN_ATTEMPTS - 1:
-                return ShardedSnapshot(self, parts, missing)
-            for part in parts.values():
-                with contextlib.suppress(psycopg.Error):
-                    part.conn.execute("COMMIT")
+                return snap
+            snap.finish()  # the locks go before resolving (it takes them exclusively)
             for i in orphans:
                 with contextlib.suppress(StoreError, psycopg.Error):
                     self.resolve(i)
         raise AssertionError("unreachable")
 
-    def _open_parts(self) -> tuple[dict[int, Any], dict[int, str], list[int]]:
-        """Each shard's snapshot, opened in shard order while holding its commit lock in
-        shared mode; the locks are released once every snapshot is open."""
-        parts: dict[int, Any] = {}
+    def _open_parts(
+        self,
+    ) -> tuple[dict[int, Any], dict[int, str], list[int], dict[int, psycopg.Connection]]:
+        """Each reachable shard's snapshot, opened in the same round trip as its commit lock
+        taken in shared mode. First on every shard at once with try-locks (a search never
+        waits for a lock while holding another, so it cannot deadlock with a writer taking
+        them in shard order); if some lock is busy (a multi-shard write is committing), all
+        are let go and taken again waiting, in shard order. Returns the parts, the missing
+        shards, the shards with orphaned prepared transactions and the locks still held
+        (released by the snapshot with its first query on each shard: every lock is taken
+        before any is released, which is what makes the cut clean)."""
+        shards: dict[int, PostgresStore] = {}
         missing: dict[int, str] = {}
-        orphans: list[int] = []
-        locked: list[psycopg.Connection] = []
-        try:
-            for i in range(self.count):
-                for attempt in (0, 1):  # a connection found dead is replaced once
-                    conn = None
-                    try:
-                        shard = self.shard(i)
-                        conn = shard.search_connection()
-                        if commit.shared_lock_and_orphans(conn, self.schema):
-                            orphans.append(i)
-                        locked.append(conn)
-                        parts[i] = shard.open_snapshot(conn)
-                        break
-                    except ShardUnavailable as exc:
-                        missing[i] = exc.message
-                        break
-                    except (psycopg.Error, StoreError) as exc:
-                        if conn is not None:
-                            if conn in locked:
-                                locked.remove(conn)
-                            self.shard(i).discard(conn)
-                        if attempt:
-                            why = str(exc).strip().splitlines()[0] if str(exc).strip() else "down"
-                            self.down(i, why)
-                            missing[i] = f"{self.set.label(i)} is down ({why})"
-        finally:
-            for conn in locked:
+        for i in range(self.count):
+            try:
+                shards[i] = self.shard(i)
+            except ShardUnavailable as exc:
+                missing[i] = exc.message
+        opened = fan_out(lambda i, shard: self._open_part(i, shard, False), shards)
+        if not all(taken for _, _, taken, _ in opened.values()):
+            for part, conn, taken, _ in opened.values():
                 with contextlib.suppress(psycopg.Error):
-                    commit.shared_unlock(conn, self.schema)
-        return parts, missing, orphans
+                    if part is not None:
+                        if taken:
+                            commit.shared_unlock(conn, self.schema)
+                        part.conn.execute("COMMIT")
+            opened = {i: self._open_part(i, shard, True) for i, shard in shards.items()}
+        parts: dict[int, Any] = {}
+        locks: dict[int, psycopg.Connection] = {}
+        orphans: list[int] = []
+        for i, (part, conn, _, orphaned) in opened.items():
+            if part is None:
+                missing[i] = conn  # why it is left out
+                continue
+            parts[i], locks[i] = part, conn
+            if orphaned:
+                orphans.append(i)
+        return parts, missing, orphans, locks
+
+    def _open_part(self, i: int, shard: PostgresStore, wait: bool) -> tuple[Any, Any, bool, bool]:
+        """(snapshot, the connection holding the lock, lock taken, orphans seen) on shard i;
+        (None, why it is down, True, False) when it cannot be reached."""
+        lead = commit.shared_lock_sql(self.schema, wait)
+        for attempt in (0, 1):  # a connection found dead is replaced once
+            conn = None
+            try:
+                conn = shard.search_connection()
+                part = shard.open_snapshot(conn, lead)
+                taken, orphaned = part.led
+                return part, conn, bool(taken), bool(orphaned)
+            except (psycopg.Error, StoreError) as exc:
+                if conn is not None:
+                    shard.discard(conn)  # closing it lets go of its lock
+                if attempt:
+                    why = str(exc).strip().splitlines()[0] if str(exc).strip() else "down"
+                    self.down(i, why)
+                    return None, f"{self.set.label(i)} is down ({why})", True, False
+        raise AssertionError("unreachable")
 
     def collections(self) -> dict[str, CollectionInfo]:
         with self.snapshot() as snap:
@@ -238,6 +257,9 @@ class ShardedStore(Store):
     @contextlib.contextmanager
     def write(self) -> Iterator[ShardedWrite]:
         """One atomic write: on one shard an ordinary transaction, on several two-phase."""
+        current = getattr(self._local, "snapshot", None)
+        if current is not None:  # a write inside a search: let go of its shared locks
+            current.release_all()
         write = ShardedWrite(self)
         try:
             yield write
