@@ -16,9 +16,10 @@ another participant holds its marker (the write was decided), else rolls it back
 from __future__ import annotations
 
 import contextlib
+import logging
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,6 +30,12 @@ from ragloom.store.postgres.schema import LOCK_CLASS
 
 COMMIT_LOCK_CLASS = LOCK_CLASS + 1
 MARKER_DAYS = 1  # markers older than this are pruned by later multi-shard writes
+log = logging.getLogger("ragloom.store")
+
+# A test's fault point (None otherwise): called as fault_point(step, shard, gid) right after a
+# participant's PREPARE ("prepared") and right after its COMMIT PREPARED ("committed"), so a
+# test can kill a server or the writer exactly between the two phases.
+fault_point: Callable[[str, int, str], None] | None = None
 
 
 def lock_key(schema: str) -> sql.Composable:
@@ -133,6 +140,8 @@ def commit_all(schema: str, parts: Sequence[Participant], before_prepare: Any) -
             try:
                 part.conn.execute(sql.SQL("PREPARE TRANSACTION {}").format(sql.Literal(gid)))
                 prepared.append(part)
+                if fault_point is not None:
+                    fault_point("prepared", part.shard, gid)
             except BaseException as exc:
                 raise CommitFailed(part.shard, exc) from exc
     except CommitFailed:
@@ -151,6 +160,9 @@ def commit_all(schema: str, parts: Sequence[Participant], before_prepare: Any) -
             part.control().execute(sql.SQL("COMMIT PREPARED {}").format(sql.Literal(gid)))
         except psycopg.Error:
             unfinished.append(part.shard)
+            continue
+        if fault_point is not None:
+            fault_point("committed", part.shard, gid)
     for control in locked:
         exclusive_unlock(control, schema)
     return unfinished
@@ -187,12 +199,16 @@ def resolve(schema: str, controls: dict[int, Any], shard: int) -> list[str]:
             if not committed and unknown:
                 continue  # a participant that may have committed cannot be asked now
             verb = "COMMIT PREPARED" if committed else "ROLLBACK PREPARED"
+            finished = False  # by this call (another resolver may have been first)
             for member in others:
                 with contextlib.suppress(psycopg.Error, KeyError):
                     controls[member]().execute(
                         sql.SQL("{} {}").format(sql.SQL(verb), sql.Literal(gid))
                     )
-            done.append(f"{verb.split()[0].lower()} {gid}")
+                    finished = finished or member == shard
+            if finished:
+                done.append(f"{verb.split()[0].lower()} {gid}")
+                log.warning("shard %d: orphaned prepared transaction finished: %s", shard, done[-1])
         finally:
             for control in held:
                 exclusive_unlock(control, schema)

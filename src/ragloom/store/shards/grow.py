@@ -65,6 +65,8 @@ def add_shard(
         new = store.count - 1
         names = store.collections()
         with store.write() as write:  # step 1
+            for i in write.every():  # in shard order, as every writer opens them: the new
+                write.part(i)  # shard first would wait for a writer that waits for it
             for info in names.values():
                 write.local(new, info)
             set_meta(write, {"shards": store.count, "moving_from": new})
