@@ -3,13 +3,15 @@ fusion (the default) on every collection, with the collections the method was ch
 marked apart from those held out.
 
 Usage: python bench/fusion_defaults.py [--data ../shared/data] [--extra DIR ...]
-           [--cache /work/cache/fusion] [--embedder local] [--sweep]
+           [--cache /work/cache/fusion] [--embedder local] [--sweep] [--plain-code]
 Each collection is embedded once into --cache (kept between runs, checked against the model;
 its fusion profile is taken once, from its own chunks) and each query's legs are fetched once.
 nDCG@10 scores the ten hits of a top-10 search (40 candidates per leg). The method was chosen
 on SciFact's train split, CoSQA's dev split, Cranfield and CISI (`CHOSEN_ON`); every test split
 is reported, and the collections named only by --extra (e.g. Medline, CACM, NPL) were held
-out. `--sweep` adds the previous families at every dense weight 0.1-0.9.
+out. `--sweep` adds the previous families at every dense weight 0.1-0.9. CoSQA is indexed as
+code (identifiers split, code vocabulary on; `--plain-code`: vocabulary off). A change of
+its tokenizer rebuilds its cached index (the manifest records the config).
 """
 
 from __future__ import annotations
@@ -30,6 +32,9 @@ from ragloom.retrieval.search import SearchOptions
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ("scifact", "cranfield", "cosqa")
 CHOSEN_ON = {"scifact": "train", "cosqa": "dev", "cranfield": "test", "cisi": "test"}
+# Code is configured as code: identifiers split and the code vocabulary ("string" = `str`,
+# chosen on CoSQA dev); `--plain-code` leaves the vocabulary off (the table before it).
+TOKENIZERS: dict[str, dict] = {"cosqa": {"split_identifiers": True, "code_vocabulary": True}}
 WEIGHTS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
 SETTINGS = {
     "lexical": SearchOptions(mode="lexical"),
@@ -67,7 +72,7 @@ def measure(folder: Path, split: str, args: argparse.Namespace, settings: dict) 
     """nDCG@10 of every setting on one collection's split, and its fusion profile."""
     name = folder.name
     dataset = load_beir(folder, split)
-    config = whole_document_config(tokenizer={"split_identifiers": name == "cosqa"})
+    config = whole_document_config(tokenizer=TOKENIZERS.get(name, {}))
     args.cache.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
     with prepared_index(dataset, config, args.embedder, args.cache / f"{name}.db") as prepared:
@@ -128,7 +133,10 @@ def main() -> None:
     parser.add_argument("--cache", type=Path, default=Path("/work/cache/fusion"))
     parser.add_argument("--embedder", default="local")
     parser.add_argument("--sweep", action="store_true")
+    parser.add_argument("--plain-code", action="store_true", help="code vocabulary off")
     args = parser.parse_args()
+    if args.plain_code:
+        TOKENIZERS["cosqa"] = {"split_identifiers": True}
     settings = {**SETTINGS, **(sweep() if args.sweep else {})}
     folders = [Path(args.data) / n for n in SHARED] + [Path(p) for p in args.extra]
     chosen, reported = {}, {}

@@ -35,7 +35,7 @@ def numbered_lists(tokenizer: Tokenizer, texts: list[str]) -> list[list[str]]:
 
 
 def reference_for(config: TokenizerConfig) -> reference.Tokenizer:
-    return reference.Tokenizer(reference.TokenizerConfig(**config.to_dict()))
+    return reference.Tokenizer(reference.TokenizerConfig.from_dict(config.to_dict()))
 
 
 @pytest.mark.parametrize("config", CONFIGS, ids=lambda c: repr(c.to_dict()))

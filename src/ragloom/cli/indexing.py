@@ -37,6 +37,11 @@ INDEX_OPTIONS = stack(
         default=None,
         help="Index safeFetch / safe_fetch as 'safe fetch' too (set when a collection is new).",
     ),
+    click.option(
+        "--code-vocabulary/--no-code-vocabulary",
+        default=None,
+        help="Code: 'string' matches str, 'dictionary' dict (set when a collection is new).",
+    ),
     click.option("--id-field", default="id", show_default=True, help="JSONL field with the id."),
     click.option("--title-field", default="title", show_default=True, help="JSONL title field."),
     click.option("--text-field", default="text", show_default=True, help="JSONL text field."),
@@ -78,6 +83,7 @@ def _configure(
     chunk_mode: str | None,
     code_chunk_size: int | None,
     split_identifiers: bool | None,
+    code_vocabulary: bool | None = None,
 ) -> None:
     """The collection's chunking and tokenizer settings the command's options change (the
     others left as they are)."""
@@ -100,11 +106,10 @@ def _configure(
         code_chunking["max_chars"] = code_chunk_size
         code_chunking["overlap"] = min(code_chunking["overlap"], code_chunk_size // 2)
     tokenizer = None
-    if split_identifiers is not None:
-        tokenizer = {
-            **index.configure(collection).tokenizer.to_dict(),
-            "split_identifiers": split_identifiers,
-        }
+    switches = {"split_identifiers": split_identifiers, "code_vocabulary": code_vocabulary}
+    if any(value is not None for value in switches.values()):
+        tokenizer = index.configure(collection).tokenizer.to_dict()
+        tokenizer.update({k: v for k, v in switches.items() if v is not None})
     index.configure(
         collection,
         chunking=chunking,
@@ -131,6 +136,7 @@ def index_cmd(
     chunk_mode: str | None,
     code_chunk_size: int | None,
     split_identifiers: bool | None,
+    code_vocabulary: bool | None,
     id_field: str,
     title_field: str,
     text_field: str,
@@ -157,6 +163,7 @@ def index_cmd(
             chunk_mode,
             code_chunk_size,
             split_identifiers,
+            code_vocabulary,
         )
         fields = JsonlFields(
             id=id_field,

@@ -14,6 +14,7 @@ import numpy as np
 import Stemmer
 
 from ragloom.errors import InputError
+from ragloom.text.code_vocabulary import canonical_terms
 from ragloom.text.identifiers import identifier_terms
 from ragloom.text.numbering import IdentifierNumbers, TermNumbers, WordNumbers
 from ragloom.text.stopwords import stopwords_for
@@ -74,10 +75,12 @@ class TokenizerConfig:
     fold: bool = True  # strip accents after NFKD so "café" matches "cafe"
     # Code search: index safeFetch / safe_fetch / SAFE_FETCH as safefetch + safe + fetch.
     split_identifiers: bool = False
+    # Code search: "string" and `str`, "dictionary" and `dict` are one term (code_vocabulary.py).
+    code_vocabulary: bool = False
 
     def __post_init__(self) -> None:
         """Reject a non-boolean switch (a JSON "false" string would otherwise be true)."""
-        for name in ("fold", "split_identifiers"):
+        for name in ("fold", "split_identifiers", "code_vocabulary"):
             if not isinstance(getattr(self, name), bool):
                 raise InputError(f"tokenizer: {name} must be true or false")
 
@@ -119,6 +122,9 @@ class Tokenizer:
                 f"unknown stemmer {self.config.stemmer!r}",
                 "use 'none' or a Snowball algorithm such as 'english' or 'porter'",
             )
+        self._canonical: dict[str, str] = {}
+        if self.config.code_vocabulary:
+            self._canonical = canonical_terms(self._stem)
         self._term_of_word: dict[str, str] = {}
         self.numbers = TermNumbers()  # what the numbers of `numbered` stand for
         # one analyzer serves every thread of the process (`analyzer_for`): numbering adds
@@ -164,7 +170,7 @@ class Tokenizer:
         ordered = list(new)
         expanded = [identifier_terms(w) for w in ordered]
         flat = list(chain.from_iterable(expanded))
-        stemmed = iter(self._stemmer.stemWords(flat) if self._stemmer is not None else flat)
+        stemmed = iter(self._stem(flat))
         stop = self._stop
         for word, terms in zip(ordered, expanded):
             kept = [t for raw, t in zip(terms, stemmed) if raw not in stop]
@@ -236,15 +242,23 @@ class Tokenizer:
 
     def _plain_terms(self, words: list[str]) -> list[str]:
         """The terms of plain words ("" for a stop word), stemmed in one call."""
-        stemmed = self._stemmer.stemWords(words) if self._stemmer is not None else words
+        stemmed = self._stem(words)
         stop = self._stop
         return ["" if word in stop else term for word, term in zip(words, stemmed)]
 
     def _identifier_numbers(self, word: str) -> tuple[int, ...]:
         """The numbers of an identifier's terms: joined form and parts, stemmed, no stop words."""
         parts = [p for p in identifier_terms(word) if p not in self._stop]
-        stemmed = self._stemmer.stemWords(parts) if self._stemmer is not None else parts
-        return tuple(self.numbers.number(stemmed))
+        return tuple(self.numbers.number(self._stem(parts)))
+
+    def _stem(self, words: Sequence[str]) -> list[str]:
+        """The terms of words that are not stop words: stemmed, then (with `code_vocabulary`)
+        a word's abbreviation term in its place."""
+        stemmed = self._stemmer.stemWords(words) if self._stemmer is not None else list(words)
+        if not self._canonical:
+            return stemmed
+        canonical = self._canonical.get
+        return [canonical(term, term) for term in stemmed]
 
 
 @lru_cache(maxsize=16)
