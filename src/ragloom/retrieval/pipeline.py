@@ -6,7 +6,7 @@ from __future__ import annotations
 import unicodedata
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import MISSING, dataclass, fields, replace
 from typing import Any
 
 import numpy as np
@@ -44,6 +44,19 @@ class Candidate:
     rerank_score: float | None = None  # the reranker's relevance score
     reranked_by: str | None = None  # the reranker's name
     rank_before_rerank: int | None = None
+
+
+_DEFAULTS = {f.name: f.default for f in fields(Candidate) if f.default is not MISSING}
+_TIE_SPEC = f".{TIE_DIGITS}g"
+
+
+def _candidate(values: dict[str, Any]) -> Candidate:
+    """`Candidate(**values)` for the hot paths: the frozen dataclass's `__init__` sets its 20
+    fields one `object.__setattr__` at a time (about 5 us; a leg makes one per row)."""
+    new = object.__new__(Candidate)
+    new.__dict__.update(_DEFAULTS)
+    new.__dict__.update(values)
+    return new
 
 
 def asks_anything(query: str) -> bool:
@@ -94,16 +107,25 @@ def leg_candidates(
     """
     out = []
     rank, previous = 0, None
+    rank_of, score_of = (
+        ("lexical_rank", "lexical_score") if leg == LEXICAL else ("dense_rank", "dense_score")
+    )
     for position, (row, score) in enumerate(zip(row_ids.tolist(), scores.tolist()), start=1):
-        if tie_score(score) != previous:
-            rank, previous = position, tie_score(score)
-        fused = score if alone else None
-        if leg == LEXICAL:
-            out.append(Candidate(row, score, LEXICAL, rank, score, fused_score=fused))
-        else:
-            out.append(
-                Candidate(row, score, DENSE, dense_rank=rank, dense_score=score, fused_score=fused)
+        tie = tie_score(score)
+        if tie != previous:
+            rank, previous = position, tie
+        out.append(
+            _candidate(
+                {
+                    "row_id": row,
+                    "score": score,
+                    "match": LEXICAL if leg == LEXICAL else DENSE,
+                    rank_of: rank,
+                    score_of: score,
+                    "fused_score": score if alone else None,
+                }
             )
+        )
     return out
 
 
@@ -125,7 +147,7 @@ def apply_min_score(candidates: Sequence[Candidate], min_score: float | None) ->
 
 def tie_score(score: float) -> float:
     """A score as the order compares it (to TIE_DIGITS significant digits)."""
-    return float(f"{score:.{TIE_DIGITS}g}")
+    return float(format(score, _TIE_SPEC))
 
 
 def top_k(
@@ -135,20 +157,17 @@ def top_k(
     stable key `keys_of` gives the tied rows, so that equal scores rank alike on every store
     whatever its row ids (without `keys_of`, earlier candidates win). Tied hits all carry
     the best score of their tie, so that the scores shown never rise down the list."""
-    ranked = sorted(candidates, key=lambda c: -tie_score(c.score))
+    ranked = sorted(((tie_score(c.score), c) for c in candidates), key=lambda p: -p[0])
     if not ranked:
         return []
-    cut = tie_score(ranked[min(k, len(ranked)) - 1].score)
-    head = [c for c in ranked if tie_score(c.score) >= cut]  # the top k and ties at the cut
-    sizes = Counter(tie_score(c.score) for c in head)
+    cut = ranked[min(k, len(ranked)) - 1][0]
+    head = [p for p in ranked if p[0] >= cut]  # the top k and ties at the cut
+    sizes = Counter(tie for tie, _ in head)
     if keys_of is not None:
-        tied = [c.row_id for c in head if sizes[tie_score(c.score)] > 1]
+        tied = [c.row_id for tie, c in head if sizes[tie] > 1]
         keys = keys_of(tied) if tied else {}
-        head.sort(key=lambda c: (-tie_score(c.score), keys.get(c.row_id, ())))
+        head.sort(key=lambda p: (-p[0], keys.get(p[1].row_id, ())))
     best: dict[float, float] = {}
-    for c in head:
-        best[tie_score(c.score)] = max(best.get(tie_score(c.score), c.score), c.score)
-    return [
-        replace(c, score=best[tie_score(c.score)]) if sizes[tie_score(c.score)] > 1 else c
-        for c in head[:k]
-    ]
+    for tie, c in head:
+        best[tie] = max(best.get(tie, c.score), c.score)
+    return [replace(c, score=best[tie]) if sizes[tie] > 1 else c for tie, c in head[:k]]

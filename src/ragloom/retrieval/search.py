@@ -316,9 +316,9 @@ def fuse_legs(
         lexical_rows, lexical_scores = lexical(query, depth)
         with timed("lexical"):  # the query's BM25 ceiling: its terms' document frequencies
             top = ceiling(query) if ceiling is not None else None
-        ranked = adaptive.alone(
-            pipeline.leg_candidates(LEXICAL, lexical_rows, lexical_scores), LEXICAL, top
-        )
+        found = pipeline.leg_candidates(LEXICAL, lexical_rows, lexical_scores)
+        if mode == "lexical":
+            ranked = adaptive.alone(found, LEXICAL, top)
     if mode == "hybrid":
         try:
             dense_rows, dense_scores = dense(query, depth)  # type: ignore[misc]
@@ -326,10 +326,11 @@ def fuse_legs(
             if options.strict:
                 raise
             degraded, reason = True, f"{exc.code}: {exc.message}"
+            ranked = adaptive.alone(found, LEXICAL, top)  # the lexical leg alone answers
         else:
             with timed("fusion"):
                 legs = {
-                    LEXICAL: pipeline.leg_candidates(LEXICAL, lexical_rows, lexical_scores),
+                    LEXICAL: found,
                     DENSE: pipeline.leg_candidates(DENSE, dense_rows, dense_scores),
                 }
                 ranked = fusion.fuse(
