@@ -89,6 +89,25 @@ def scored(
     """BM25 top k of this collection's chunks for terms whose idf x query weight is given
     (from this collection's statistics, or a whole shard set's: the score of a chunk needs
     only its own postings and these numbers)."""
+    query, values = scored_query(reader, names, weights, avgdl, k, params, where)
+    records = reader.conn.execute(query, values).fetchall()
+    if not records:
+        return _NONE
+    rows = np.array([r[0] for r in records], np.int64)
+    scores = np.array([r[1] for r in records], np.float64)
+    return rows, scores
+
+
+def scored_query(
+    reader: Any,
+    names: Sequence[str],
+    weights: Sequence[float],
+    avgdl: float,
+    k: int,
+    params: BM25Params,
+    where: FilterNode | None,
+) -> tuple[sql.Composable, dict[str, Any]]:
+    """`scored`'s statement and its values: rows (chunk_id, score), best first."""
     row = reader.row
     condition = filter_sql(reader, where)
     join = sql.SQL("")
@@ -101,7 +120,7 @@ def scored(
         " JOIN postings p ON p.collection_id = %(c)s AND p.term = q.term{join}"
         " GROUP BY p.chunk_id ORDER BY score DESC, p.chunk_id LIMIT %(k)s"
     ).format(join=join)
-    records = reader.conn.execute(
+    return (
         query,
         {
             "k1p": params.k1 + 1.0,
@@ -114,12 +133,7 @@ def scored(
             "c": row.id,
             "k": k,
         },
-    ).fetchall()
-    if not records:
-        return _NONE
-    rows = np.array([r[0] for r in records], np.int64)
-    scores = np.array([r[1] for r in records], np.float64)
-    return rows, scores
+    )
 
 
 def document_frequencies(reader: Any, terms: Sequence[str]) -> tuple[dict[str, int], int]:

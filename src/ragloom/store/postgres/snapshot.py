@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 import psycopg
+from psycopg import sql
 
 from ragloom.config import CollectionConfig
 from ragloom.errors import NotFound
@@ -38,11 +39,37 @@ class CollectionRow:
         return parse_config(self.config_json)
 
 
+CHUNK_COLUMNS = (
+    'k.id, k.n, k.text, k.start, k."end", k.metadata, d.doc_id, d.source, d.title, c.name'
+)
+CHUNK_JOINS = (
+    " JOIN documents d ON d.id = k.document_id JOIN collections c ON c.id = d.collection_id"
+)
+
+
+def stored_chunk(r: Sequence[Any]) -> StoredChunk:
+    """A chunk from a row of `CHUNK_COLUMNS`."""
+    return StoredChunk(r[0], f"{r[6]}-{r[1]}", r[6], r[1], r[2], r[3], r[4], r[5], *r[7:10])
+
+
 BEGIN = (
     "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; {path}"
     " SELECT m.value, c.id, c.name, c.config, c.chunks, c.total_length, c.vectors, c.changed"
     " FROM meta m LEFT JOIN collections c ON true WHERE m.key = 'generation'"
 )
+
+
+def with_chunks(
+    conn: psycopg.Connection, query: sql.Composable, values: dict[str, Any]
+) -> list[tuple[int, float, StoredChunk]]:
+    """A ranking statement's (chunk_id, score) rows, best first, each with its chunk read in
+    the same statement (a shard set's top k: its hits need no round trip of their own)."""
+    statement = sql.SQL(
+        "WITH top AS ({}) SELECT {}, top.score FROM top JOIN chunks k ON k.id = top.chunk_id{}"
+        " ORDER BY top.score DESC, k.id"
+    ).format(query, sql.SQL(CHUNK_COLUMNS), sql.SQL(CHUNK_JOINS))
+    records = conn.execute(statement, values).fetchall()
+    return [(r[0], r[-1], stored_chunk(r[:-1])) for r in records]
 
 
 class PostgresCollection(CollectionReader):
@@ -277,15 +304,10 @@ class PostgresSnapshot(Snapshot):
         if not len(rows):
             return {}
         records = self.conn.execute(
-            'SELECT k.id, k.n, k.text, k.start, k."end", k.metadata, d.doc_id, d.source,'
-            " d.title, c.name FROM chunks k JOIN documents d ON d.id = k.document_id"
-            " JOIN collections c ON c.id = d.collection_id WHERE k.id = ANY(%s)",
+            f"SELECT {CHUNK_COLUMNS} FROM chunks k{CHUNK_JOINS} WHERE k.id = ANY(%s)",
             ([int(r) for r in rows],),
         ).fetchall()
-        return {
-            r[0]: StoredChunk(r[0], f"{r[6]}-{r[1]}", r[6], r[1], r[2], r[3], r[4], r[5], *r[7:])
-            for r in records
-        }
+        return {r[0]: stored_chunk(r) for r in records}
 
     def document_text(self, collection: str, doc_id: str) -> str:
         row = self.rows.get(collection)

@@ -11,8 +11,6 @@ candidates merged by score. Filters go to every shard as SQL. Shards run in para
 
 from __future__ import annotations
 
-import contextlib
-import threading
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any, TypeVar
@@ -26,9 +24,9 @@ from ragloom.filters import FilterNode
 from ragloom.lexical.bm25 import BM25Params, bm25_idf
 from ragloom.store.base import CollectionReader, Snapshot
 from ragloom.store.postgres import legs
+from ragloom.store.postgres.snapshot import with_chunks
 from ragloom.store.records import CollectionInfo, StoredChunk, StoredDocument
-from ragloom.store.shards import commit
-from ragloom.store.shards.fanout import fan_out
+from ragloom.store.shards.cut import HeldLocks
 from ragloom.store.shards.placement import (
     by_shard,
     global_row,
@@ -39,10 +37,7 @@ from ragloom.store.shards.placement import (
 )
 
 T = TypeVar("T")
-
-
-def _usable(conn: psycopg.Connection) -> bool:
-    return not conn.closed and not conn.broken
+WITH_CHUNKS = 100  # a shard's top k up to this size comes with its chunks (no hydration)
 
 
 class ShardedCollection(CollectionReader):
@@ -105,8 +100,11 @@ class ShardedCollection(CollectionReader):
         def score(i: int, reader: Any) -> tuple[np.ndarray, np.ndarray]:
             if not reader.row.chunks:
                 return empty
-            rows, scores = legs.scored(reader, names, weights, avgdl, k, params, where)
-            return global_rows(rows, i), scores
+            if k > WITH_CHUNKS:
+                rows, scores = legs.scored(reader, names, weights, avgdl, k, params, where)
+                return global_rows(rows, i), scores
+            query = legs.scored_query(reader, names, weights, avgdl, k, params, where)
+            return self.snapshot.keep(i, with_chunks(reader.conn, *query))
 
         return merge_top(list(self.snapshot.each(score, self.readers).values()), k)
 
@@ -212,50 +210,19 @@ class ShardedSnapshot(Snapshot):
         self.missing = missing  # shard -> why it is left out
         self.generation = sum(p.generation for p in parts.values())
         self._readers: dict[str, ShardedCollection] = {}
-        # shard -> the connection still holding its commit lock in shared mode: let go with
-        # the first query on the shard, in the same round trip (`on`), or at the end
-        self._locks = dict(locks or {})
-        self._gates = {i: threading.Lock() for i in parts}
-
-    # -- the commit locks taken when the snapshot opened ------------------------------
-    def on(self, i: int, work: Callable[[], T]) -> T:
-        """`work()` on shard i; the first on each shard also lets go of the shard's commit
-        lock, pipelined with `work`'s queries (no round trip of its own)."""
-        gate = self._gates[i]
-        if i not in self._locks and not gate.locked():
-            return work()
-        with gate:  # others wait while the shard's connection is in pipeline mode
-            conn = self._locks.pop(i, None)
-            if conn is None:
-                return work()
-            unlock = commit.shared_unlock_sql(self.store.schema)
-            if conn is not self.parts[i].conn:  # the snapshot moved to the primary
-                conn.execute(unlock)
-                return work()
-            with conn.pipeline():
-                conn.execute(unlock)
-                return work()
+        self.held = HeldLocks(store.schema, parts, locks or {})
+        self.hydrated: dict[int, StoredChunk] = {}  # chunks read with their scores
 
     def each(self, work: Callable[[int, Any], T], items: dict[int, Any]) -> dict[int, T]:
-        """`work(shard, item)` on every shard in parallel (`fan_out`), through `on`."""
-        return fan_out(lambda i, item: self.on(i, lambda: work(i, item)), items)
+        """`work(shard, item)` on every shard at once (each shard's first lets go of its
+        commit lock, `HeldLocks.on`)."""
+        return self.held.each(work, items)
 
     def release_all(self) -> None:
-        """Let go of every commit lock still held (before a longer read or a write)."""
-        for i in list(self._locks):
-            self.on(i, lambda: None)
+        self.held.release_all()
 
     def finish(self) -> None:
-        """End every shard's transaction, letting go of a lock still held in the same round
-        trip (a broken connection has let go of both)."""
-        unlock = commit.shared_unlock_sql(self.store.schema)
-        for i, part in self.parts.items():
-            conn = self._locks.pop(i, None)
-            with contextlib.suppress(psycopg.Error):
-                if conn is not None and conn is not part.conn and _usable(conn):
-                    conn.execute(unlock)
-                if _usable(part.conn):
-                    part.conn.execute(f"{unlock}; COMMIT" if conn is part.conn else "COMMIT")
+        self.held.finish()
 
     def _homes(self, doc_id: str) -> list[int]:
         """The shards that may hold `doc_id`: its home, and while the set grows its old one."""
@@ -343,9 +310,22 @@ class ShardedSnapshot(Snapshot):
             out.update(self.parts[i].chunk_counts(collection, ids))
         return out
 
+    def keep(self, i: int, found: list[tuple[int, float, StoredChunk]]) -> tuple:
+        """A shard's ranked (row, score, chunk)s as global (rows, scores); the chunks kept
+        for `chunks` (a search's hits then need no round trip of their own)."""
+        kept = self.hydrated
+        if len(kept) > 20 * WITH_CHUNKS:  # a long read (an evaluation): keep the newest
+            kept.clear()
+        rows = np.array([global_row(r, i) for r, _, _ in found], np.int64)
+        for row, (_, _, chunk) in zip(rows.tolist(), found):
+            kept[row] = replace(chunk, row_id=row)
+        return rows, np.array([score for _, score, _ in found], np.float64)
+
     def chunks(self, rows: Sequence[int]) -> dict[int, StoredChunk]:
-        out: dict[int, StoredChunk] = {}
-        wanted = {i: local for i, local in rows_by_shard(rows).items() if i in self.parts}
+        kept = self.hydrated
+        out = {int(r): kept[int(r)] for r in rows if int(r) in kept}
+        rest = [r for r in rows if int(r) not in out]
+        wanted = {i: local for i, local in rows_by_shard(rest).items() if i in self.parts}
         for i, found in self.each(lambda i, local: self.parts[i].chunks(local), wanted).items():
             for r, chunk in found.items():
                 row = global_row(r, i)
