@@ -70,16 +70,20 @@ def ingest(url: str, corpus: Corpus, count: int, embedder: Any) -> tuple[float, 
         return rate, time.perf_counter() - started if embedder is not None else 0.0
 
 
-def disk_bytes(url: str) -> int:
-    """Bytes of the bench schema's tables with their indexes and TOAST on one server."""
+def disk_bytes(url: str) -> dict[str, int]:
+    """Bytes of the bench schema on one server: in all (tables with their indexes and
+    TOAST), the postings (table and indexes) and the HNSW graphs."""
     with psycopg.connect(url.split("?")[0]) as conn:
-        return int(
-            conn.execute(
-                "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c"
-                " JOIN pg_namespace n ON n.oid = c.relnamespace"
-                " WHERE n.nspname = 'bench' AND c.relkind IN ('r', 'm')"
-            ).fetchone()[0]
-        )
+        total, postings, graphs = conn.execute(
+            "SELECT coalesce(sum(pg_total_relation_size(c.oid))"
+            "  FILTER (WHERE c.relkind IN ('r', 'm')), 0),"
+            " coalesce(sum(pg_total_relation_size(c.oid))"
+            "  FILTER (WHERE c.relname = 'postings'), 0),"
+            " coalesce(sum(pg_relation_size(c.oid)) FILTER (WHERE a.amname = 'hnsw'), 0)"
+            " FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
+            " LEFT JOIN pg_am a ON a.oid = c.relam WHERE n.nspname = 'bench'"
+        ).fetchone()
+    return {"total": int(total), "postings": int(postings), "graphs": int(graphs)}
 
 
 def queries(corpus: Corpus, n: int) -> list[str]:
@@ -214,8 +218,8 @@ def main() -> None:
         )
         one_rate, one_graph = ingest(one_url, corpus, n, embedder)
         set_rate, set_graph = ingest(set_url, corpus, 3 * n, embedder)
-        one_disk = disk_bytes(single.primary.url()) / n
-        set_disk = [disk_bytes(c.primary.url()) / n for c in shards]
+        one_disk = disk_bytes(single.primary.url())
+        set_disk = [disk_bytes(c.primary.url()) for c in shards]
         texts = queries(corpus, args.queries)
         modes = ["lexical", "dense", "hybrid"] if args.dense else ["lexical"]
         with Index(one_url, embedder=embedder) as one, Index(set_url, embedder=embedder) as sharded:
@@ -239,12 +243,13 @@ def main() -> None:
             table.add_row(
                 "graph build after it (s)", f"{one_graph:.1f}", f"{set_graph:.1f}", "(3x chunks)"
             )
-        table.add_row(
-            "disk per chunk (bytes)",
-            f"{one_disk:,.0f}",
-            " / ".join(f"{d:,.0f}" for d in set_disk),
-            "(each shard)",
-        )
+        for part in ("total", "postings", "graphs"):
+            table.add_row(
+                f"disk per chunk, {part} (bytes)",
+                f"{one_disk[part] / n:,.0f}",
+                " / ".join(f"{d[part] / n:,.0f}" for d in set_disk),
+                "(each shard)",
+            )
         for mode, measured in times.items():
             for label in ("p50", "p95"):
                 pick = 0 if label == "p50" else 1
