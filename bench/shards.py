@@ -212,9 +212,13 @@ def main() -> None:
     single = start_primary(folder / "single")
     shards = [start_primary(folder / f"shard{i}") for i in range(3)]
     try:
-        one_url = single.primary.url(schema="bench")
+        # with vectors, every server builds its graph (the default waits for 20,000)
+        options = {"schema": "bench", "hnsw_threshold": str(min(20_000, n // 2))}
+        if not args.dense:
+            del options["hnsw_threshold"]
+        one_url = single.primary.url(**options)
         set_url = "postgresql+shards://" + ";".join(
-            c.primary.url(schema="bench").split("://", 1)[1] for c in shards
+            c.primary.url(**options).split("://", 1)[1] for c in shards
         )
         one_rate, one_graph = ingest(one_url, corpus, n, embedder)
         set_rate, set_graph = ingest(set_url, corpus, 3 * n, embedder)
