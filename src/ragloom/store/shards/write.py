@@ -23,6 +23,7 @@ from ragloom.store.postgres.errors import from_psycopg
 from ragloom.store.postgres.write import PostgresWrite
 from ragloom.store.records import ChunkTerms, CollectionInfo, NewDocument, WriteOutcome
 from ragloom.store.shards import commit
+from ragloom.store.shards.fanout import fan_out
 from ragloom.store.shards.placement import global_row, rows_by_shard, shard_of
 
 LOCK_TIMEOUT = "30s"  # a writer waiting this long for a shard's write lock gives up
@@ -167,18 +168,28 @@ class ShardedWrite(Write):
         wanted = set(groups)
         if self.moving:  # old homes too, so that every shard opens in order
             wanted |= {shard_of(d.document.id, self.moving) for d in documents}
-        for i in sorted(wanted):
+        for i in sorted(wanted):  # shard order: no two writers wait for each other in a circle
             self.part(i)
-        for i in sorted(groups):  # shard order: no two writers wait for each other in a circle
-            picked = [documents[n] for n in groups[i]]
+        work: dict[int, tuple[CollectionInfo, list[NewDocument], ChunkTerms | None]] = {}
+        for i in sorted(groups):
             part_terms = None
             if lists is not None:
                 part_terms = ChunkTerms.from_lists(
                     [lists[j] for n in groups[i] for j in range(starts[n], starts[n + 1])]
                 )
-            info = self.local(i, collection)
-            done = self._call(i, lambda w, info=info, p=picked, t=part_terms: w.put(info, p, t))
-            self._remove_elsewhere(i, collection, [d.document.id for d in picked], outcome)
+            work[i] = (self.local(i, collection), [documents[n] for n in groups[i]], part_terms)
+
+        def put(i: int, item: tuple) -> WriteOutcome:
+            done = self._call(i, lambda w: w.put(*item))
+            if self.moving:
+                ids = [d.document.id for d in item[1]]
+                self._remove_elsewhere(i, collection, ids, outcome)
+            return done
+
+        # every shard's transaction is open: their inserts run at once (one after another
+        # while the set grows, as each also removes copies on other shards)
+        done_by = {i: put(i, work[i]) for i in work} if self.moving else fan_out(put, work)
+        for i, done in done_by.items():
             outcome.documents += done.documents
             outcome.chunks += done.chunks
             outcome.removed_chunks += done.removed_chunks
