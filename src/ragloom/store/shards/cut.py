@@ -63,15 +63,14 @@ class HeldLocks:
             self.on(i, lambda: None)
 
     def finish(self) -> None:
-        """End every shard's transaction, on every shard at once, letting go of a lock still
-        held in the same round trip (a broken connection has let go of both)."""
-        fan_out(self._finish, self.parts)
-
-    def _finish(self, i: int, part: Any) -> None:
-        conn = self._locks.pop(i, None)
-        with contextlib.suppress(psycopg.Error):
-            if conn is not None and conn is not part.conn and _usable(conn):
-                conn.execute(self._unlock)
-            if _usable(part.conn):
-                both = conn is part.conn
-                part.conn.execute(f"{self._unlock}; COMMIT" if both else "COMMIT")
+        """End every shard's transaction, letting go of a lock still held in the same round
+        trip (a broken connection has let go of both). One shard after another: a COMMIT
+        is quicker than handing it to another thread (measured on this 2-core machine)."""
+        for i, part in self.parts.items():
+            conn = self._locks.pop(i, None)
+            with contextlib.suppress(psycopg.Error):
+                if conn is not None and conn is not part.conn and _usable(conn):
+                    conn.execute(self._unlock)
+                if _usable(part.conn):
+                    both = conn is part.conn
+                    part.conn.execute(f"{self._unlock}; COMMIT" if both else "COMMIT")
