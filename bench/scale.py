@@ -1,7 +1,7 @@
 """Scale benchmark (issues 14, 18 and 23): build, size, open, query and write at 10k-1M chunks.
 
 Usage: python bench/scale.py [--sizes 10000 100000 1000000] [--work /tmp/ragloom-scale]
-       [--cache /work/cache]
+       [--cache /work/cache] [--peers qdrant bm25s fts5 numpy]
 
 Chunks are synthetic (bench/scale_data.py: Zipf words, 20-89 a chunk; clustered 384-d
 vectors) and embedded by a trivial table lookup, so the figures measure ragloom (build times
@@ -10,8 +10,9 @@ count the indexing calls, not generating the texts). Each phase runs in its own 
 closed without optimize(), then reopened; searched at once, and again once the background
 work the opener resumed (flushes, merges, graphs) is done. In the same run, the peers:
 embedded Qdrant (qdrant-edge-py: BM25 sparse vectors, HNSW, payload filters; optimized, its
-steady state) for every query kind, SQLite FTS5 over the same texts, bm25s indexing the
-same texts, and exact numpy search over the same vectors. Prints tables.
+steady state) for every query kind, SQLite FTS5 over the same texts, bm25s indexing and
+searching the same texts (lexical queries), and exact numpy search over the same vectors;
+`--peers` picks some of them. Prints tables.
 """
 
 from __future__ import annotations
@@ -32,7 +33,8 @@ sys.path.insert(0, str(Path(__file__).parent))
 from scale_data import Corpus, query_words  # noqa: E402
 from scale_peers import build_fts5, exact_topk, fts5_query  # noqa: E402
 
-console = Console(width=140)
+console = Console(width=160)
+PEERS = ("qdrant", "bm25s", "fts5", "numpy")
 
 
 def run(role: str, path: Path, n: int, cache: Path) -> dict:
@@ -73,32 +75,36 @@ def sizes_on_disk(path: Path, n: int) -> dict[str, float]:
     return out
 
 
-def peers(corpus: Corpus, n: int, work: Path, cache: Path) -> dict:
-    """FTS5 and exact numpy latencies on the same data and queries as `serve`."""
-    fts = build_fts5(corpus, n, work / f"fts-{n}.db")
-    conn = sqlite3.connect(work / f"fts-{n}.db")
-    words = query_words(corpus)
-    where = {"none": None, "1%": ("grp", 7), "0.1%": ("shard", 123)}
-    out: dict = {"fts5 build_s": fts["build_s"], "fts5 bytes/chunk": fts["bytes"] / n}
-    for fname, cond in where.items():
-        for label, terms in words.items():
+def peers(corpus: Corpus, n: int, work: Path, cache: Path, which: set[str]) -> dict:
+    """FTS5 and exact numpy latencies on the same data and queries as `serve` (those of
+    them in `which`)."""
+    out: dict = {}
+    if "fts5" in which:
+        fts = build_fts5(corpus, n, work / f"fts-{n}.db")
+        conn = sqlite3.connect(work / f"fts-{n}.db")
+        words = query_words(corpus)
+        where = {"none": None, "1%": ("grp", 7), "0.1%": ("shard", 123)}
+        out.update({"fts5 build_s": fts["build_s"], "fts5 bytes/chunk": fts["bytes"] / n})
+        for fname, cond in where.items():
+            for label, terms in words.items():
+                times = []
+                for _ in range(20):
+                    started = time.perf_counter()
+                    fts5_query(conn, terms, cond)
+                    times.append((time.perf_counter() - started) * 1000)
+                out[f"fts5 {label} {fname}"] = times
+    if "numpy" in which:
+        table = corpus.vector_table(n + 100_000, cache)
+        matrix = np.ascontiguousarray(table[:n])
+        rows = np.arange(n)
+        masks = {"none": None, "1%": rows % 100 == 7, "0.1%": (rows * 7919) % 1000 == 123}
+        for fname, mask in masks.items():
             times = []
-            for _ in range(20):
+            for q in range(20):
                 started = time.perf_counter()
-                fts5_query(conn, terms, cond)
+                exact_topk(matrix, table[n + 1000 + 37 * q], 10, mask)
                 times.append((time.perf_counter() - started) * 1000)
-            out[f"fts5 {label} {fname}"] = times
-    table = corpus.vector_table(n + 100_000, cache)
-    matrix = np.ascontiguousarray(table[:n])
-    rows = np.arange(n)
-    masks = {"none": None, "1%": rows % 100 == 7, "0.1%": (rows * 7919) % 1000 == 123}
-    for fname, mask in masks.items():
-        times = []
-        for q in range(20):
-            started = time.perf_counter()
-            exact_topk(matrix, table[n + 1000 + 37 * q], 10, mask)
-            times.append((time.perf_counter() - started) * 1000)
-        out[f"numpy {fname}"] = times
+            out[f"numpy {fname}"] = times
     return out
 
 
@@ -114,11 +120,18 @@ def remove_index(path: Path) -> None:
 
 
 def _p(values: list[float], q: float) -> str:
-    return f"{np.percentile(values, q):.1f}"
+    value = np.percentile(values, q)
+    return f"{value:.2f}" if value < 1 else f"{value:.1f}"
 
 
 def _ratio(theirs: list[float], ours: list[float]) -> str:
     return f"{np.percentile(theirs, 50) / max(np.percentile(ours, 50), 1e-9):.2f}x"
+
+
+def _fastest_bm25s(bm25s: dict, key: str) -> tuple[str, list[float]] | None:
+    """bm25s's faster backend for a lexical query kind (its name and latencies)."""
+    found = [(b, bm25s[f"{b} {key}"]) for b in ("numba", "numpy") if f"{b} {key}" in bm25s]
+    return min(found, key=lambda f: np.percentile(f[1], 50)) if found else None
 
 
 def report(
@@ -129,62 +142,79 @@ def report(
     serve: dict,
     writes: dict,
     peer: dict,
-    qdrant: dict,
+    qdrant: dict | None,
 ) -> None:
     opened = serve["at_open"]
+    bm25s = lexical.get("bm25s")
     table = Table(
         title=f"{n:,} chunks, built with Index.add, closed, reopened (never optimized by hand): "
         "queries, ms p50 / p95; ratio = peer p50 / ragloom p50 (above 1: ragloom faster)"
     )
-    for column in (
-        "query",
-        "filter",
-        "ragloom at open",
-        "ragloom settled",
-        f"Qdrant Edge {qdrant['build']['version']}",
-        "Qdrant / ragloom",
-        "FTS5 or numpy",
-        "that / ragloom",
-    ):
+    columns = ["query", "filter", "ragloom at open", "ragloom settled"]
+    if qdrant:
+        columns += [f"Qdrant Edge {qdrant['build']['version']}", "Qdrant / ragloom"]
+    if bm25s:
+        columns += [f"bm25s {bm25s['version']} (lexical)", "bm25s / ragloom"]
+    if peer:
+        columns += ["FTS5 or numpy", "that / ragloom"]
+    for column in columns:
         table.add_column(column)
-    peer_q = qdrant["serve"]
+    peer_q = qdrant["serve"] if qdrant else {}
+
+    def row(name: str, fname: str, key: str, opened_cell: str, settled_cell: str, other) -> None:
+        ours = serve[key]
+        cells = [name, fname, opened_cell, settled_cell]
+        if qdrant:
+            theirs = peer_q[key]
+            cells += [f"{_p(theirs, 50)} / {_p(theirs, 95)}", _ratio(theirs, ours)]
+            if key.startswith("dense"):
+                cells[-2] += f" (r {peer_q[key.replace('dense', 'dense recall')]:.3f})"
+        if bm25s:
+            best = _fastest_bm25s(bm25s, key)
+            cells += (
+                [f"{_p(best[1], 50)} / {_p(best[1], 95)} ({best[0]})", _ratio(best[1], ours)]
+                if best
+                else ["", ""]
+            )
+        if peer:
+            cells += (
+                [f"{other[0]} {_p(other[1], 50)}", _ratio(other[1], ours)] if other else ["", ""]
+            )
+        table.add_row(*cells)
+
     for fname in ("none", "1%", "0.1%"):
         for label in ("very common", "common", "rare"):
             key = f"lexical {label} {fname}"
-            ours, fts = serve[key], peer[f"fts5 {label} {fname}"]
-            table.add_row(
+            ours = serve[key]
+            fts = (
+                ("FTS5", peer[f"fts5 {label} {fname}"]) if "fts5 very common none" in peer else None
+            )
+            row(
                 f"lexical {label}",
                 fname,
+                key,
                 _p(opened[key], 50),
                 f"{_p(ours, 50)} / {_p(ours, 95)}",
-                f"{_p(peer_q[key], 50)} / {_p(peer_q[key], 95)}",
-                _ratio(peer_q[key], ours),
-                f"FTS5 {_p(fts, 50)}",
-                _ratio(fts, ours),
+                fts,
             )
-        key = f"dense {fname}"
-        ours, exact = serve[key], peer[f"numpy {fname}"]
-        recall = f"dense recall {fname}"
-        table.add_row(
+        key, recall = f"dense {fname}", f"dense recall {fname}"
+        ours = serve[key]
+        row(
             "dense",
             fname,
+            key,
             f"{_p(opened[key], 50)} (r {opened[recall]:.3f})",
             f"{_p(ours, 50)} / {_p(ours, 95)} (r {serve[recall]:.3f})",
-            f"{_p(peer_q[key], 50)} / {_p(peer_q[key], 95)} (r {peer_q[recall]:.3f})",
-            _ratio(peer_q[key], ours),
-            f"numpy {_p(exact, 50)}",
-            _ratio(exact, ours),
+            ("numpy", peer[f"numpy {fname}"]) if f"numpy {fname}" in peer else None,
         )
         key = f"hybrid {fname}"
-        table.add_row(
+        row(
             "hybrid",
             fname,
+            key,
             _p(opened[key], 50),
             f"{_p(serve[key], 50)} / {_p(serve[key], 95)}",
-            f"{_p(peer_q[key], 50)} / {_p(peer_q[key], 95)}",
-            _ratio(peer_q[key], serve[key]),
-            "",
-            "",
+            None,
         )
     console.print(table)
     console.print("r: dense recall@10 against exact search with the same filter")
@@ -198,19 +228,21 @@ def report(
         f"{lexical['add_s']:.1f} s, {lexical['add_chunks_per_s']:,.0f} chunks/s; per 100k "
         + ", ".join(f"{p['chunks_per_s']:,.0f}" for p in lexical["per_100k"]),
     )
-    peer_lexical = lexical["bm25s"]
-    facts.add_row(
-        f"bm25s {peer_lexical['version']} tokenize + index, same texts (memory only)",
-        f"{peer_lexical['build_s']:.1f} s, {peer_lexical['chunks_per_s']:,.0f} chunks/s; "
-        f"ragloom lexical-only / bm25s: "
-        f"{lexical['add_chunks_per_s'] / peer_lexical['chunks_per_s']:.2f}x the speed",
-    )
-    qb = qdrant["build"]
-    facts.add_row(
-        f"Qdrant Edge {qb['version']} upserts (BM25 sparse + dense + payload), then optimize()",
-        f"{qb['upsert_s']:.1f} s ({qb['chunks_per_s']:,.0f} chunks/s) + optimize "
-        f"{qb['optimize_s']:.1f} s, {qb['segments']} segments; open {peer_q['open_s']:.2f} s",
-    )
+    peer_lexical = lexical.get("bm25s")
+    if peer_lexical:
+        facts.add_row(
+            f"bm25s {peer_lexical['version']} tokenize + index, same texts (memory only)",
+            f"{peer_lexical['build_s']:.1f} s, {peer_lexical['chunks_per_s']:,.0f} chunks/s; "
+            f"ragloom lexical-only / bm25s: "
+            f"{lexical['add_chunks_per_s'] / peer_lexical['chunks_per_s']:.2f}x the speed",
+        )
+    if qdrant:
+        qb = qdrant["build"]
+        facts.add_row(
+            f"Qdrant Edge {qb['version']} upserts (BM25 sparse + dense + payload), then optimize()",
+            f"{qb['upsert_s']:.1f} s ({qb['chunks_per_s']:,.0f} chunks/s) + optimize "
+            f"{qb['optimize_s']:.1f} s, {qb['segments']} segments; open {peer_q['open_s']:.2f} s",
+        )
     facts.add_row(
         "segments at close (no optimize)", f"{build['segments']}, close {build['close_s']:.1f} s"
     )
@@ -228,9 +260,10 @@ def report(
         f"{build['peak_mb']:.0f} MB: anonymous at most {build['peak_anon_mb']:.0f} MB, "
         f"pages of memory-mapped files at most {build['peak_file_mb']:.0f} MB",
     )
-    facts.add_row(
-        "FTS5 build", f"{peer['fts5 build_s']:.1f} s, {peer['fts5 bytes/chunk']:.0f} B/chunk"
-    )
+    if "fts5 build_s" in peer:
+        facts.add_row(
+            "FTS5 build", f"{peer['fts5 build_s']:.1f} s, {peer['fts5 bytes/chunk']:.0f} B/chunk"
+        )
     facts.add_row("open + warm", f"{serve['open_s']:.2f} s")
     facts.add_row(
         "serving RSS",
@@ -252,7 +285,16 @@ def main() -> None:
     parser.add_argument("--sizes", nargs="+", type=int, default=[10_000, 100_000, 1_000_000])
     parser.add_argument("--work", type=Path, default=Path("/tmp/ragloom-scale"))
     parser.add_argument("--cache", type=Path, default=Path("/tmp/ragloom-scale/cache"))
+    parser.add_argument(
+        "--peers",
+        nargs="+",
+        choices=PEERS,
+        default=list(PEERS),
+        help="peers measured beside ragloom (default: all; embedded Qdrant's optimize takes "
+        "minutes at 1M, so `--peers bm25s` measures ragloom against the issue's 1M peer alone)",
+    )
     args = parser.parse_args()
+    which = set(args.peers)
     args.work.mkdir(parents=True, exist_ok=True)
     corpus = Corpus()
     console.print(
@@ -265,16 +307,18 @@ def main() -> None:
         lexical_path = args.work / f"scale-{n}-lexical.db"
         lexical = run("build-lexical", lexical_path, n, args.cache)
         remove_index(lexical_path)
-        lexical["bm25s"] = run("build-bm25s", lexical_path, n, args.cache)
+        if "bm25s" in which:
+            lexical["bm25s"] = run("build-bm25s", lexical_path, n, args.cache)
         build = run("build", path, n, args.cache)
         serve = run("serve", path, n, args.cache)
         disk = sizes_on_disk(path, n)
         writes = run("writes", path, n, args.cache)
-        peer = peers(corpus, n, args.work, args.cache)
-        shard = args.work / f"qdrant-{n}"
-        qdrant = {"build": run("build-qdrant", shard, n, args.cache)}
-        qdrant["serve"] = run("serve-qdrant", shard, n, args.cache)
-        report(n, build, lexical, disk, serve, writes, peer, qdrant)
+        peer = peers(corpus, n, args.work, args.cache, which)
+        qdrant = None
+        if "qdrant" in which:
+            shard = args.work / f"qdrant-{n}"
+            qdrant = {"build": run("build-qdrant", shard, n, args.cache)}
+            qdrant["serve"] = run("serve-qdrant", shard, n, args.cache)
         (args.work / f"scale-{n}.json").write_text(
             json.dumps(
                 {
@@ -288,6 +332,7 @@ def main() -> None:
                 }
             )
         )
+        report(n, build, lexical, disk, serve, writes, peer, qdrant)
 
 
 if __name__ == "__main__":

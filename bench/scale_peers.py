@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from scale_data import Corpus
+from scale_data import Corpus, query_words
 
 
 def build_fts5(corpus: Corpus, n: int, path: Path) -> dict[str, float]:
@@ -33,10 +33,12 @@ def build_fts5(corpus: Corpus, n: int, path: Path) -> dict[str, float]:
     return {"build_s": seconds, "bytes": path.stat().st_size}
 
 
-def build_bm25s(corpus: Corpus, n: int) -> dict[str, float]:
+def build_bm25s(corpus: Corpus, n: int, repeats: int = 40) -> dict:
     """bm25s over the same texts with ragloom's analysis (its English stop words, PyStemmer
     English, Lucene BM25 k1=0.9 b=0.4): tokenizing and indexing, in memory, one thread;
-    generating the texts is not counted."""
+    generating the texts is not counted. Then the same lexical queries as ragloom's (top 10,
+    tokenizing the query counted), with bm25s's numpy backend and, when numba is installed,
+    its numba backend; filters as bm25s's weight mask over the same rows."""
     import bm25s
     import Stemmer
 
@@ -49,10 +51,44 @@ def build_bm25s(corpus: Corpus, n: int) -> dict[str, float]:
     tokenizer = bm25s.tokenization.Tokenizer(
         stopwords=sorted(ENGLISH), stemmer=Stemmer.Stemmer("english")
     )
-    ids = tokenizer.tokenize(texts, update_vocab=True, return_as="ids", show_progress=False)
-    bm25s.BM25(k1=0.9, b=0.4, method="lucene").index(ids, show_progress=False)
+    tokens = tokenizer.tokenize(texts, update_vocab=True, return_as="tuple", show_progress=False)
+    retriever = bm25s.BM25(k1=0.9, b=0.4, method="lucene")
+    retriever.index(tokens, show_progress=False)
     seconds = time.perf_counter() - started
-    return {"build_s": seconds, "chunks_per_s": n / seconds, "version": bm25s.__version__}
+    del texts, tokens
+    out: dict = {"build_s": seconds, "chunks_per_s": n / seconds, "version": bm25s.__version__}
+    rows = np.arange(n)
+    masks = {
+        "none": None,
+        "1%": (rows % 100 == 7).astype(np.float32),
+        "0.1%": ((rows * 7919) % 1000 == 123).astype(np.float32),
+    }
+    try:
+        import numba  # noqa: F401
+
+        backends = ["numpy", "numba"]
+    except ImportError:
+        backends = ["numpy"]
+    for backend in backends:
+        retriever.backend = backend
+        for fname, mask in masks.items():
+            for label, terms in query_words(corpus).items():
+                query = " ".join(terms)
+
+                def ask(query: str = query, mask: np.ndarray | None = mask) -> None:
+                    ids = tokenizer.tokenize(
+                        [query], update_vocab=False, return_as="ids", show_progress=False
+                    )
+                    retriever.retrieve(ids, k=10, show_progress=False, weight_mask=mask)
+
+                ask()  # numba compiles on the first call
+                times = []
+                for _ in range(repeats):
+                    began = time.perf_counter()
+                    ask()
+                    times.append((time.perf_counter() - began) * 1000)
+                out[f"{backend} lexical {label} {fname}"] = times
+    return out
 
 
 def fts5_query(conn: sqlite3.Connection, words: list[str], where: tuple[str, int] | None):
