@@ -120,3 +120,25 @@ def test_inline_documents_are_not_touched_by_file_ids(tmp_path: Path, two_worlds
         index.add([Document("note", "a note citing the world file", source=str(bible))])
         index.index_path(bible)
         assert _ids(index) == sorted(["note", str(bible.resolve())])
+
+
+def test_a_file_replaced_by_a_link_and_back_never_conflicts(tmp_path: Path, locate) -> None:
+    """The name `flip.txt` holds a file, then a link to `in.txt`, then a file again (what a
+    path swapped under a running server looks like between two requests): each file keeps its
+    own id and text, and the file is never told its id belongs to another file."""
+    flip = _write(tmp_path / "d" / "flip.txt", "the flip file speaks of harbours")
+    inside = _write(tmp_path / "d" / "in.txt", "the inside file speaks of lanterns")
+    with Index(locate()) as index:
+        assert not index.index_path(flip).failed
+        flip.unlink()
+        flip.symlink_to(inside)
+        assert not index.index_path(flip).failed  # in.txt, reached through the link
+        flip.unlink()
+        _write(flip, "the flip file speaks of harbours again")
+        assert not index.index_path(flip).failed
+        assert _ids(index) == sorted([str(flip.resolve()), str(inside.resolve())])
+        by_id = {d.doc_id: d for d in index.documents("default")}
+        assert by_id[str(flip.resolve())].source == str(flip.resolve())
+        assert by_id[str(inside.resolve())].source == str(inside.resolve())
+        assert index.search("lanterns")[0].document_id == str(inside.resolve())
+        assert index.search("harbours")[0].document_id == str(flip.resolve())

@@ -14,6 +14,7 @@ import threading
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any, Protocol
 
 from ragloom.errors import IdConflict, IndexTimeout, InputError, RagloomError
@@ -101,6 +102,20 @@ class FileIds(Protocol):
         ...
 
 
+def _path_key(file: FoundFile) -> str:
+    """The path a file was found at, as a source to look its id up by, or "" when that name
+    was a link to another file when found: the document stored under the link's path (say,
+    the file the link replaced) is not this file's, and adopting its id would give it another
+    file's text (and, once the name is a file again, an id conflict)."""
+    try:
+        folder = os.path.realpath(os.path.dirname(os.path.abspath(file.path)))
+    except OSError:  # a link on the way changed while it was resolved: not a key to trust
+        return ""
+    if Path(folder) / file.path.name != file.real_path:
+        return ""
+    return shown(file.path)
+
+
 def _another_file(owner: str | None, file: FoundFile) -> bool:
     """True when `owner` (a stored source) is an existing file other than `file`."""
     if not owner or not os.path.isabs(owner) or not os.path.isfile(owner):
@@ -151,12 +166,12 @@ class FileRun:
         ]
         known: dict[str, list[str]] = {}
         if ids is not None and plain:
-            keys = {files[i].source for i in plain} | {shown(files[i].path) for i in plain}
-            known = ids.by_source(sorted(keys))
+            keys = {files[i].source for i in plain} | {_path_key(files[i]) for i in plain}
+            known = ids.by_source(sorted(keys - {""}))
         fresh: list[int] = []
         for i in plain:
             file = files[i]
-            have = known.get(file.source) or known.get(shown(file.path)) or []
+            have = known.get(file.source) or known.get(_path_key(file) or file.source) or []
             if have:
                 chosen = file.id if file.id in have else min(have, key=lambda d: (len(d), d))
                 files[i] = replace(file, doc_id=chosen)
