@@ -51,19 +51,9 @@ class StageTimer:
             else:  # the outer stage's time, exactly: the stages add up to the total
                 self.total_ms = sum(self.ms.values())
 
-    @contextmanager
-    def stage(self, name: str) -> Iterator[None]:
+    def stage(self, name: str) -> _Stage:
         """Count the block's time (less its inner stages') to `name`; repeats add up."""
-        frame = [time.perf_counter(), 0.0]
-        self._stack.append(frame)
-        try:
-            yield
-        finally:
-            self._stack.pop()
-            elapsed = time.perf_counter() - frame[0]
-            if self._stack:
-                self._stack[-1][1] += elapsed
-            self.ms[name] = self.ms.get(name, 0.0) + (elapsed - frame[1]) * 1000.0
+        return _Stage(self, name)
 
     def to_dict(self) -> dict[str, float]:
         """Milliseconds per stage that ran, in pipeline order, then `total`."""
@@ -77,12 +67,35 @@ class StageTimer:
         return out
 
 
-@contextmanager
-def timed(stage: str) -> Iterator[None]:
+class _Stage:
+    """One stage's block (`StageTimer.stage`): a plain context manager, not a generator one,
+    since a search enters about ten of them (a generator-based one costs two more calls and a
+    generator each)."""
+
+    __slots__ = ("_timer", "_name", "_frame")
+
+    def __init__(self, timer: StageTimer | None, name: str) -> None:
+        self._timer = timer
+        self._name = name
+
+    def __enter__(self) -> None:
+        if self._timer is not None:
+            self._frame = [time.perf_counter(), 0.0]
+            self._timer._stack.append(self._frame)
+
+    def __exit__(self, *exc: object) -> None:
+        timer = self._timer
+        if timer is None:
+            return
+        frame = self._frame
+        stack = timer._stack
+        stack.pop()
+        elapsed = time.perf_counter() - frame[0]
+        if stack:
+            stack[-1][1] += elapsed
+        timer.ms[self._name] = timer.ms.get(self._name, 0.0) + (elapsed - frame[1]) * 1000.0
+
+
+def timed(stage: str) -> _Stage:
     """Count the block to `stage` of the active search's timer (nothing when none runs)."""
-    timer = _active.get()
-    if timer is None:
-        yield
-        return
-    with timer.stage(stage):
-        yield
+    return _Stage(_active.get(), stage)

@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from ragloom.retrieval.pipeline import DENSE, LEXICAL, Candidate, evolve
+from ragloom.retrieval.pipeline import DENSE, LEXICAL, Candidate, _candidate, evolve, tie_ranks
 
 ADAPTIVE = "adaptive"
 SHARPNESS = 3.0  # how strongly the probes' MRR ratio tilts a collection's weights
@@ -36,6 +36,7 @@ AGREEMENT = 2.0  # how far one query's leg agreement moves the weights (log-odds
 SUPPORT_DEPTH = 3  # each leg's best hits whose standing in the other leg is looked at
 NEUTRAL = 0.5  # the dense weight without a profile
 BOUNDS = (0.15, 0.85)  # a collection's dense weight stays within these: no leg is ignored
+Ranked = tuple[np.ndarray, np.ndarray]  # one leg's answer: row ids and scores, best first
 
 
 @dataclass(frozen=True)
@@ -200,3 +201,94 @@ def alone(candidates: list[Candidate], leg: str, ceiling: float | None) -> list[
     raw = np.array([c.score for c in candidates], np.float64)
     values = lexical_shares(raw, ceiling) if leg == LEXICAL else dense_shares(raw)
     return [evolve(c, score=v, fused_score=v) for c, v in zip(candidates, values.tolist())]
+
+
+def alone_ranked(leg: str, ranked: Ranked, ceiling: float | None) -> list[Candidate]:
+    """`alone(leg_candidates(leg, *ranked), leg, ceiling)`, each candidate built once."""
+    rows, scores = ranked[0].tolist(), ranked[1].tolist()
+    raw = np.array(scores, np.float64)
+    values = lexical_shares(raw, ceiling) if leg == LEXICAL else dense_shares(raw)
+    rank_of, score_of = (
+        ("lexical_rank", "lexical_score") if leg == LEXICAL else ("dense_rank", "dense_score")
+    )
+    match = LEXICAL if leg == LEXICAL else DENSE
+    return [
+        _candidate(
+            {
+                "row_id": row,
+                "score": value,
+                "match": match,
+                rank_of: rank,
+                score_of: score,
+                "fused_score": value,
+            }
+        )
+        for row, score, rank, value in zip(rows, scores, tie_ranks(scores), values.tolist())
+    ]
+
+
+def fuse_ranked(
+    lexical: Ranked,
+    dense: Ranked,
+    ceiling: float | None,
+    profile: Mapping[str, Any] | None,
+    weights: Mapping[str, float] | None = None,
+    metadata_scores: Callable[[int], float] | None = None,
+) -> list[Candidate]:
+    """`adaptive_fusion` of the two legs' answers as the hot path runs it: the same
+    candidates in the same order (`fusion._merge` of each leg's `leg_candidates`, then
+    `adaptive_fusion`), each built once from plain values instead of three times (a leg
+    candidate, a merged one, a fused one: about 300 a hybrid query)."""
+    lex_rows, lex_scores = lexical[0].tolist(), lexical[1].tolist()
+    den_rows, den_scores = dense[0].tolist(), dense[1].tolist()
+    chosen = replace(query_weights(lex_rows, den_rows, profile, weights), ceiling=ceiling)
+    meta_weight = float((weights or {}).get("metadata", 0.0) or 0.0)
+    lex_values = lexical_shares(np.array(lex_scores, np.float64), ceiling)
+    den_values = dense_shares(np.array(den_scores, np.float64))
+    lex_floor = float(lex_values.min()) if len(lex_values) else 0.0
+    den_floor = float(den_values.min()) if len(den_values) else 0.0
+    lex_share = dict(zip(lex_rows, lex_values.tolist()))
+    den_share = dict(zip(den_rows, den_values.tolist()))
+    merged: dict[int, dict[str, Any]] = {}
+    for row, score, rank in zip(lex_rows, lex_scores, tie_ranks(lex_scores)):
+        if row not in merged:  # a row twice in one leg: its first (best) entry, as _merge
+            merged[row] = {
+                "row_id": row,
+                "score": score,
+                "match": LEXICAL,
+                "lexical_rank": rank,
+                "lexical_score": score,
+            }
+    for row, score, rank in zip(den_rows, den_scores, tie_ranks(den_scores)):
+        seen = merged.get(row)
+        if seen is None:
+            merged[row] = {
+                "row_id": row,
+                "score": score,
+                "match": DENSE,
+                "dense_rank": rank,
+                "dense_score": score,
+            }
+        else:
+            seen.update(match="both", dense_rank=rank, dense_score=score)
+    out = []
+    w_lexical, w_dense = chosen.lexical, chosen.dense
+    for row, values in merged.items():
+        lex = lex_share.get(row, lex_floor)
+        den = den_share.get(row, den_floor)
+        total = w_lexical * lex + w_dense * den
+        meta = None
+        if metadata_scores is not None:
+            meta = metadata_scores(row)
+            total = (total + meta_weight * meta) / (1.0 + meta_weight)
+        values.update(
+            score=total,
+            fused_score=total,
+            fused_by=ADAPTIVE,
+            metadata_score=meta,
+            lexical_share=lex,
+            dense_share=den,
+            fusion_detail=chosen,
+        )
+        out.append(_candidate(values))
+    return sorted(out, key=lambda c: -c.score)

@@ -17,8 +17,8 @@ from typing import Any
 import numpy as np
 
 from ragloom.errors import InputError, InvalidRequest
-from ragloom.retrieval.adaptive import ADAPTIVE, adaptive_fusion
-from ragloom.retrieval.pipeline import DENSE, LEXICAL, Candidate, evolve
+from ragloom.retrieval.adaptive import ADAPTIVE, Ranked, adaptive_fusion, fuse_ranked
+from ragloom.retrieval.pipeline import DENSE, LEXICAL, Candidate, evolve, leg_candidates
 
 FUSIONS = (ADAPTIVE, "rrf", "weighted")
 NORMALIZATIONS = ("minmax", "zscore")
@@ -179,3 +179,25 @@ def fuse(
     if method == "weighted":
         return weighted_fusion(legs, weights, normalization, metadata_scores)
     raise InputError(f"unknown fusion {method!r}", f"use one of {', '.join(FUSIONS)}")
+
+
+def fuse_legs_ranked(
+    lexical: Ranked,
+    dense: Ranked,
+    method: str = DEFAULT_FUSION,
+    rrf_k: float = 60.0,
+    weights: Mapping[str, float] | None = None,
+    normalization: str = DEFAULT_NORMALIZATION,
+    metadata_scores: Callable[[int], float] | None = None,
+    ceiling: float | None = None,
+    profile: Mapping[str, Any] | None = None,
+) -> list[Candidate]:
+    """`fuse` of the two legs' answers (row ids and scores, best first): adaptive fusion
+    builds each fused candidate once (`adaptive.fuse_ranked`), the others fuse the legs'
+    candidates (`pipeline.leg_candidates`)."""
+    if method == ADAPTIVE:
+        weights = weights or {}
+        _check_weights(weights)
+        return fuse_ranked(lexical, dense, ceiling, profile, weights, metadata_scores)
+    legs = {LEXICAL: leg_candidates(LEXICAL, *lexical), DENSE: leg_candidates(DENSE, *dense)}
+    return fuse(legs, method, rrf_k, weights, normalization, metadata_scores, ceiling, profile)

@@ -54,8 +54,7 @@ def _candidate(values: dict[str, Any]) -> Candidate:
     """`Candidate(**values)` for the hot paths: the frozen dataclass's `__init__` sets its 20
     fields one `object.__setattr__` at a time (about 5 us; a leg makes one per row)."""
     new = object.__new__(Candidate)
-    new.__dict__.update(_DEFAULTS)
-    new.__dict__.update(values)
+    object.__setattr__(new, "__dict__", {**_DEFAULTS, **values})
     return new
 
 
@@ -96,6 +95,19 @@ def evolve(cand: Candidate, **changes: Any) -> Candidate:
     return new
 
 
+def tie_ranks(scores: Sequence[float]) -> list[int]:
+    """1-based ranks of a leg's scores (best first) where rows with equal scores (to
+    TIE_DIGITS) share the rank of the first of them."""
+    out = []
+    rank, previous = 0, None
+    for position, score in enumerate(scores, start=1):
+        tie = tie_score(score)
+        if tie != previous:
+            rank, previous = position, tie
+        out.append(rank)
+    return out
+
+
 def leg_candidates(
     leg: str, row_ids: np.ndarray, scores: np.ndarray, alone: bool = False
 ) -> list[Candidate]:
@@ -105,28 +117,24 @@ def leg_candidates(
     with equal scores (to TIE_DIGITS) share the rank of the first of them, so that rank-based
     fusion (RRF) keeps them tied rather than ordered by the rows the store had first.
     """
-    out = []
-    rank, previous = 0, None
     rank_of, score_of = (
         ("lexical_rank", "lexical_score") if leg == LEXICAL else ("dense_rank", "dense_score")
     )
-    for position, (row, score) in enumerate(zip(row_ids.tolist(), scores.tolist()), start=1):
-        tie = tie_score(score)
-        if tie != previous:
-            rank, previous = position, tie
-        out.append(
-            _candidate(
-                {
-                    "row_id": row,
-                    "score": score,
-                    "match": LEXICAL if leg == LEXICAL else DENSE,
-                    rank_of: rank,
-                    score_of: score,
-                    "fused_score": score if alone else None,
-                }
-            )
+    match = LEXICAL if leg == LEXICAL else DENSE
+    values = scores.tolist()
+    return [
+        _candidate(
+            {
+                "row_id": row,
+                "score": score,
+                "match": match,
+                rank_of: rank,
+                score_of: score,
+                "fused_score": score if alone else None,
+            }
         )
-    return out
+        for row, score, rank in zip(row_ids.tolist(), values, tie_ranks(values))
+    ]
 
 
 def drop_weak_dense_only(candidates: Sequence[Candidate], min_similarity: float) -> list[Candidate]:
@@ -157,11 +165,9 @@ def top_k(
     stable key `keys_of` gives the tied rows, so that equal scores rank alike on every store
     whatever its row ids (without `keys_of`, earlier candidates win). Tied hits all carry
     the best score of their tie, so that the scores shown never rise down the list."""
-    ranked = sorted(((tie_score(c.score), c) for c in candidates), key=lambda p: -p[0])
-    if not ranked:
+    head = _head(candidates, k)  # the top k and ties at the cut, as (tie score, candidate)
+    if not head:
         return []
-    cut = ranked[min(k, len(ranked)) - 1][0]
-    head = [p for p in ranked if p[0] >= cut]  # the top k and ties at the cut
     sizes = Counter(tie for tie, _ in head)
     if keys_of is not None:
         tied = [c.row_id for tie, c in head if sizes[tie] > 1]
@@ -171,3 +177,33 @@ def top_k(
     for tie, c in head:
         best[tie] = max(best.get(tie, c.score), c.score)
     return [replace(c, score=best[tie]) if sizes[tie] > 1 else c for tie, c in head[:k]]
+
+
+def _head(candidates: Sequence[Candidate], k: int) -> list[tuple[float, Candidate]]:
+    """The candidates whose tie score reaches the k-th best one's, best first (stable among
+    equal tie scores), with their tie scores. Rounding to TIE_DIGITS never reverses an
+    order, so these are the first rows by raw score: only they are rounded (a hybrid query
+    fuses about 80 candidates for a top 10)."""
+    scores = [c.score for c in candidates]
+    if k < 1 or any(s != s for s in scores):  # NaN has no order: round every score
+        ranked = sorted(((tie_score(s), c) for s, c in zip(scores, candidates)), key=_first)
+        if not ranked:
+            return []
+        cut = ranked[min(k, len(ranked)) - 1][0]
+        return [p for p in ranked if p[0] >= cut]
+    order = sorted(range(len(scores)), key=lambda i: -scores[i])
+    if not order:
+        return []
+    cut = tie_score(scores[order[min(k, len(order)) - 1]])
+    found = []
+    for i in order:
+        tie = tie_score(scores[i])
+        if tie < cut:
+            break
+        found.append((-tie, i))
+    found.sort()
+    return [(-negative, candidates[i]) for negative, i in found]
+
+
+def _first(pair: tuple[float, Candidate]) -> float:
+    return -pair[0]

@@ -55,11 +55,14 @@ def _check_bounds(options: SearchOptions) -> None:
     """The options against their declaration (`ragloom.contract.options`): the same types
     and bounds, and the same words and code (`bad_request`), as on every other interface.
     (Choices keep their own messages below, which hint at the valid ones.)"""
-    for option in offered("library"):
-        if option.kind != "boolean" and option.choices is None:
-            value = getattr(options, option.keyword, None)
-            if value is not None:
-                check_value(option, value, "library")
+    for option in _BOUNDED:
+        value = getattr(options, option.keyword, None)
+        if value is not None:
+            check_value(option, value, "library")
+
+
+# The library's options checked by `_check_bounds` (the declaration does not change).
+_BOUNDED = tuple(o for o in offered("library") if o.kind != "boolean" and o.choices is None)
 
 
 @dataclass(frozen=True)
@@ -310,31 +313,26 @@ def fuse_legs(
         lexical = _through_ties(lexical, options.top_k)
         dense = _through_ties(dense, options.top_k) if dense is not None else None
     if mode == "dense":
-        rows, scores = dense(query, depth)  # type: ignore[misc]
-        ranked = adaptive.alone(pipeline.leg_candidates(DENSE, rows, scores), DENSE, None)
+        ranked = adaptive.alone_ranked(DENSE, dense(query, depth), None)  # type: ignore[misc]
     else:
-        lexical_rows, lexical_scores = lexical(query, depth)
+        found = lexical(query, depth)
         with timed("lexical"):  # the query's BM25 ceiling: its terms' document frequencies
             top = ceiling(query) if ceiling is not None else None
-        found = pipeline.leg_candidates(LEXICAL, lexical_rows, lexical_scores)
         if mode == "lexical":
-            ranked = adaptive.alone(found, LEXICAL, top)
+            ranked = adaptive.alone_ranked(LEXICAL, found, top)
     if mode == "hybrid":
         try:
-            dense_rows, dense_scores = dense(query, depth)  # type: ignore[misc]
+            answer = dense(query, depth)  # type: ignore[misc]
         except EmbeddingError as exc:
             if options.strict:
                 raise
             degraded, reason = True, f"{exc.code}: {exc.message}"
-            ranked = adaptive.alone(found, LEXICAL, top)  # the lexical leg alone answers
+            ranked = adaptive.alone_ranked(LEXICAL, found, top)  # the lexical leg alone answers
         else:
             with timed("fusion"):
-                legs = {
-                    LEXICAL: found,
-                    DENSE: pipeline.leg_candidates(DENSE, dense_rows, dense_scores),
-                }
-                ranked = fusion.fuse(
-                    legs,
+                ranked = fusion.fuse_legs_ranked(
+                    found,
+                    answer,
                     options.fusion,
                     options.rrf_k,
                     options.weights,
