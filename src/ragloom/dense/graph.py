@@ -89,15 +89,24 @@ class AnnIndex:
         return cls(index, int(index.ntotal))
 
     def search(
-        self, query: np.ndarray, k: int, allowed: np.ndarray, ef: int | None = None
+        self,
+        query: np.ndarray,
+        k: int,
+        allowed: np.ndarray | None,
+        ef: int | None = None,
+        packed: np.ndarray | None = None,
     ) -> np.ndarray:
-        """Up to `k` chunk numbers among `allowed` (bool per chunk), nearest first."""
+        """Up to `k` chunk numbers among `allowed` (bool per chunk; None: every chunk, and
+        no selector to consult), nearest first. `packed` is `allowed` already packed
+        (`np.packbits(allowed, bitorder="little")`), for a caller that keeps it."""
         import faiss
 
-        packed = np.packbits(allowed, bitorder="little")
-        selector = faiss.IDSelectorBitmap(self.n, faiss.swig_ptr(packed))
         params = faiss.SearchParametersHNSW()
-        params.sel = selector
+        if allowed is not None:
+            if packed is None:
+                packed = np.packbits(allowed, bitorder="little")
+            selector = faiss.IDSelectorBitmap(self.n, faiss.swig_ptr(packed))
+            params.sel = selector
         params.efSearch = max(ef or EF_SEARCH, k)
         _, ids = self.index.search(np.asarray(query, np.float32).reshape(1, -1), k, params=params)
         found = ids[0]

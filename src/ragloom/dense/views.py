@@ -57,7 +57,7 @@ def search_part(
     pools = []
     if seg.vectors is not None and seg.vector_epoch == epoch:
         ok = _searchable(part, eligible, epoch, key)
-        docs = _approximate(part, query, k, ok)
+        docs = _approximate(part, query, k, ok, epoch, key)
         if docs is None:
             docs = np.flatnonzero(ok)
             if len(docs) and len(docs) >= seg.n // 4:
@@ -98,14 +98,29 @@ def _searchable(part: Part, eligible: np.ndarray | None, epoch: int, key: Any) -
     return mask
 
 
-def _approximate(part: Part, query: np.ndarray, k: int, ok: np.ndarray) -> np.ndarray | None:
+def _mask_facts(part: Part, ok: np.ndarray, epoch: int, key: Any) -> tuple[int, np.ndarray | None]:
+    """How many chunks `_searchable`'s mask allows, and its bits packed for the graph's
+    selector (None when it allows every chunk: the graph then needs no selector).
+    Remembered beside the mask: counting 1M flags took 0.7 ms a query here."""
+    cache_key = ("mask facts", epoch, key)
+    facts = part.cache.get(cache_key)
+    if facts is None:
+        count = int(ok.sum())
+        packed = None if count == len(ok) else np.packbits(ok, bitorder="little")
+        facts = part.cache[cache_key] = (count, packed)
+    return facts
+
+
+def _approximate(
+    part: Part, query: np.ndarray, k: int, ok: np.ndarray, epoch: int, key: Any
+) -> np.ndarray | None:
     """Candidates from the graph (to be scored exactly), or None to scan exactly."""
     ann = part.segment.ann
     if ann is None:
         return None
-    count = int(ok.sum()) if ok is not None else part.segment.n
+    count, packed = _mask_facts(part, ok, epoch, key)
     if count <= EXACT_BELOW or count < EXACT_SHARE * part.segment.n:
         return None  # a selective filter: the few eligible vectors are scanned exactly
     want = max(3 * k, k + 40)
-    docs = ann.search(query, want, ok)
+    docs = ann.search(query, want, None if packed is None else ok, packed=packed)
     return docs if len(docs) >= min(k, count) else None
