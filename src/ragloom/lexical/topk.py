@@ -224,10 +224,11 @@ def _selective(target: Target, terms, stats, params, best: _Best) -> bool:
     """Score the eligible chunks directly when there are few of them; True if done."""
     if target.eligible is None:
         return False
-    docs = np.flatnonzero(target.eligible)
+    count = int(np.count_nonzero(target.eligible))  # listing them all costs far more
     work = sum(target.segment.df(int(t)) for t in set(terms))
-    if len(docs) * max(len(terms), 1) * 4 >= work:
+    if count * max(len(terms), 1) * 4 >= work:
         return False
+    docs = np.flatnonzero(target.eligible)
     scores = _score_docs(target.segment, docs, terms, stats, params)
     keep = scores > 0
     best.offer(target.segment.rows[docs[keep]], scores[keep])

@@ -54,8 +54,15 @@ class Part:
         return cached
 
     def alive(self) -> np.ndarray | None:
-        """Bool per chunk (None when nothing is deleted)."""
-        return None if self.dead is None else ~self.dead
+        """Bool per chunk (None when nothing is deleted); remembered, since every unfiltered
+        search of a part with deletes asks (do not modify it)."""
+        if self.dead is None:
+            return None
+        key = ("alive", id(self.dead))  # a copy of this part with other deletes shares the cache
+        mask = self.cache.get(key)
+        if mask is None:
+            mask = self.cache[key] = ~self.dead
+        return mask
 
     def deleting(self, docs: np.ndarray) -> Part:
         """This part with more chunks deleted (chunk numbers; already-dead ones ignored)."""
