@@ -112,6 +112,22 @@ def test_shards_start_a_shard_set_that_restarts_on_its_ports(folder: Path) -> No
         assert len(index.search("launcher", top_k=50)) == 20
 
 
+def test_the_issues_module_name_starts_the_same_shard_set(folder: Path) -> None:
+    """`python -m ragloom.store.postgres.local --shards N` (the command issue 26 names)
+    is the launcher under another name: same set, same folder, stopped by either."""
+    named = [sys.executable, "-m", "ragloom.store.postgres.local"]
+    run = subprocess.run(
+        [*named, str(folder), "--shards", "2"], capture_output=True, text=True, timeout=120
+    )
+    assert run.returncode == 0, run.stderr
+    url = run.stdout.strip()
+    assert url.startswith("postgresql+shards://") and url.count(";") == 1
+    assert launcher("start", str(folder)).stdout.strip() == url  # the same set
+    stopped = subprocess.run([*named, "stop", str(folder)], capture_output=True, text=True)
+    assert stopped.returncode == 0, stopped.stderr
+    assert not json.loads(launcher("status", str(folder), "--json").stdout)["running"]
+
+
 def test_stop_and_status_of_a_folder_without_servers_say_so(tmp_path: Path) -> None:
     for command in ("stop", "status"):
         run = launcher(command, str(tmp_path / "nothing"))
