@@ -58,11 +58,12 @@ class Part:
         search of a part with deletes asks (do not modify it)."""
         if self.dead is None:
             return None
-        key = ("alive", id(self.dead))  # a copy of this part with other deletes shares the cache
-        mask = self.cache.get(key)
-        if mask is None:
-            mask = self.cache[key] = ~self.dead
-        return mask
+        # kept with the deletes it was made from: a copy of this part with other deletes
+        # shares the cache, and an id() key could name a freed array's successor
+        remembered = self.cache.get("alive")
+        if remembered is None or remembered[0] is not self.dead:
+            remembered = self.cache["alive"] = (self.dead, ~self.dead)
+        return remembered[1]
 
     def deleting(self, docs: np.ndarray) -> Part:
         """This part with more chunks deleted (chunk numbers; already-dead ones ignored)."""
