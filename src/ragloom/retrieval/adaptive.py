@@ -149,6 +149,23 @@ def dense_shares(cosines: np.ndarray) -> np.ndarray:
     return np.clip(np.asarray(cosines, np.float64), 0.0, 1.0)
 
 
+def _blend(
+    row: int,
+    lex: float,
+    den: float,
+    chosen: QueryWeights,
+    metadata_scores: Callable[[int], float] | None,
+    meta_weight: float,
+) -> tuple[float, float | None]:
+    """A row's adaptive score from its two shares (and its metadata score, weighed in so
+    the score stays in [0, 1]), with the metadata score it used."""
+    total = chosen.lexical * lex + chosen.dense * den
+    if metadata_scores is None:
+        return total, None
+    meta = metadata_scores(row)
+    return (total + meta_weight * meta) / (1.0 + meta_weight), meta
+
+
 def adaptive_fusion(
     legs: Mapping[str, Sequence[Candidate]],
     merged: dict[int, Candidate],
@@ -175,11 +192,7 @@ def adaptive_fusion(
     for row, cand in merged.items():
         lex = shares[LEXICAL].get(row, floors[LEXICAL])
         den = shares[DENSE].get(row, floors[DENSE])
-        total = chosen.lexical * lex + chosen.dense * den
-        meta = None
-        if metadata_scores is not None:
-            meta = metadata_scores(row)
-            total = (total + meta_weight * meta) / (1.0 + meta_weight)
+        total, meta = _blend(row, lex, den, chosen, metadata_scores, meta_weight)
         out.append(
             evolve(
                 cand,
@@ -272,15 +285,10 @@ def fuse_ranked(
         else:
             seen.update(match="both", dense_rank=rank, dense_score=score)
     out = []
-    w_lexical, w_dense = chosen.lexical, chosen.dense
     for row, values in merged.items():
         lex = lex_share.get(row, lex_floor)
         den = den_share.get(row, den_floor)
-        total = w_lexical * lex + w_dense * den
-        meta = None
-        if metadata_scores is not None:
-            meta = metadata_scores(row)
-            total = (total + meta_weight * meta) / (1.0 + meta_weight)
+        total, meta = _blend(row, lex, den, chosen, metadata_scores, meta_weight)
         values.update(
             score=total,
             fused_score=total,
