@@ -17,14 +17,16 @@ import numpy as np
 from ragloom.config import CollectionConfig
 from ragloom.context import GROUNDING_INSTRUCTION, PackedContext
 from ragloom.embedding import Embedder
-from ragloom.engine.calibration import calibrate, profile_after_write
+from ragloom.engine.calibration import calibrate
 from ragloom.engine.collections import configure, index_stats
 from ragloom.engine.documents import embedding_text
-from ragloom.engine.embedders import Embedders, QueryVectors
+from ragloom.engine.embedders import Embedders
 from ragloom.engine.ingest import IndexReport, Ingest
 from ragloom.engine.legs import DEFAULT_COLLECTION
 from ragloom.engine.options import collection_requests, search_options
-from ragloom.engine.searching import Searcher, check_query
+from ragloom.engine.reading import IndexReading
+from ragloom.engine.refresh import FusionProfiles
+from ragloom.engine.searching import Searcher
 from ragloom.engine.services import SearchServices
 from ragloom.enrich import Enricher
 from ragloom.errors import InputError, NotFound
@@ -36,44 +38,8 @@ from ragloom.store.base import Snapshot
 from ragloom.store.open import open_store
 from ragloom.types import Document, Hit, MultiSearchResult, SearchResult
 
-__all__ = ["DEFAULT_COLLECTION", "Index", "IndexReport", "embedding_text"]
+__all__ = ["DEFAULT_COLLECTION", "Index", "IndexReading", "IndexReport", "embedding_text"]
 T = TypeVar("T")
-
-
-class IndexReading:
-    """The Index's read calls bound to one snapshot (see `Index.reading` and `Index.read`):
-    a request that returns both hits and a context block shows one version of the index."""
-
-    def __init__(self, index: Index, snap: Snapshot) -> None:
-        self._index = index
-        self._searcher = index._searcher
-        self.snapshot = snap
-        self._vectors = QueryVectors(index.models)  # the query embedded once per model
-
-    def search(
-        self, query: str, top_k: int = 5, collection: str = DEFAULT_COLLECTION, **options: Any
-    ) -> SearchResult:
-        search = search_options(top_k, **options)
-        check_query(query)
-        return self._searcher.search_in(self.snapshot, query, search, collection, self._vectors)
-
-    def search_many(
-        self, query: str, requests: Sequence[dict[str, Any]], **shared: Any
-    ) -> MultiSearchResult:
-        wanted = collection_requests(requests, shared)
-        check_query(query)
-        return self._searcher.search_many_in(self.snapshot, query, wanted, self._vectors)
-
-    def pack(
-        self,
-        sections: Sequence[tuple[str | None, Sequence[Hit]]],
-        budget: int | None = None,
-        instruction: str | None = GROUNDING_INSTRUCTION,
-    ) -> PackedContext:
-        return self._searcher.pack_in(self.snapshot, sections, budget, instruction)
-
-    def document_text(self, doc_id: str, collection: str = DEFAULT_COLLECTION) -> str:
-        return self.snapshot.document_text(collection, doc_id)
 
 
 class Index:
@@ -98,8 +64,9 @@ class Index:
         collection the local model when it is installed ($RAGLOOM_EMBEDDER overrides);
         None or "none" means lexical only; an Embedder or a spec such as "local" or
         "ollama:MODEL@URL" is used as given and must match a collection's stored vectors.
-        Opening never contacts an embedding service. `read_only` opens for search only
-        (a read-only file or folder is opened that way by itself).
+        Opening never contacts an embedding service (a writable opener that finds a stale
+        fusion profile refreshes it once it has been open 15 s without writes). `read_only`
+        opens for search only (a read-only file or folder is opened that way by itself).
         `llm` (a spec such as "openai:MODEL@URL", default $RAGLOOM_LLM) and `reranker` (a
         spec such as "onnx:FOLDER", default $RAGLOOM_RERANKER) serve the search steps that
         need them (`expand`, `hops`, `rerank`); nothing is called unless a step is on.
@@ -108,12 +75,15 @@ class Index:
         self.store = open_store(path, create=create, read_only=read_only)
         self.path = getattr(self.store, "path", self.store.location)
         self._ingest = Ingest(self.store, self.models)
+        self._profiles = FusionProfiles(self.store, self.models)  # adaptive fusion's weights
         self.services = SearchServices(llm, reranker)  # built on first use
         self._searcher = Searcher(self.store, self.models, self.services)
 
     # -- lifecycle --------------------------------------------------------------------
     def close(self) -> None:
-        """Close the file; a background merge under way is given up cleanly (resumed later)."""
+        """Close the file; background work under way (a merge, a fusion profile) is given up
+        cleanly (resumed later)."""
+        self._profiles.close()
         self.services.close()
         self.store.close()
 
@@ -156,10 +126,11 @@ class Index:
         documents are still stored and searchable lexically, their vectors pending (filled
         by a later call); `on_embed_error="raise"` raises the service's error instead.
         """
-        report = self._ingest.add(documents, collection, on_batch, enrichers, on_embed_error)
-        if report.chunks and not report.embedding_error:
-            self._ingest.fill_waiting()
-            profile_after_write(self.store, self.models)  # adaptive fusion's weights
+        with self._profiles.writing():
+            report = self._ingest.add(documents, collection, on_batch, enrichers, on_embed_error)
+            if report.chunks and not report.embedding_error:
+                self._ingest.fill_waiting()
+                self._profiles.after_write()
         return report
 
     def index_path(
@@ -191,10 +162,11 @@ class Index:
             paths = [paths]
         run = index_files(paths, include, exclude, lenient, jsonl, policy, fail_fast, stop)
         run.on_file = on_file
-        report = self._ingest.add_files(run, collection, enrichers, on_embed_error)
-        if report.chunks and not report.embedding_error:
-            self._ingest.fill_waiting()
-            profile_after_write(self.store, self.models)
+        with self._profiles.writing():
+            report = self._ingest.add_files(run, collection, enrichers, on_embed_error)
+            if report.chunks and not report.embedding_error:
+                self._ingest.fill_waiting()
+                self._profiles.after_write()
         for stale in run.stale:  # stored under another id, or a part no longer there
             with suppress(NotFound):
                 self.delete(stale, collection)
@@ -203,7 +175,11 @@ class Index:
 
     def delete(self, doc_id: str, collection: str = DEFAULT_COLLECTION) -> int:
         """Remove a document and every trace of it; returns the number of chunks removed."""
-        return self._ingest.delete(doc_id, collection)
+        with self._profiles.writing():
+            removed = self._ingest.delete(doc_id, collection)
+        if removed:
+            self._profiles.background.schedule()
+        return removed
 
     def reembed(
         self, collection: str = DEFAULT_COLLECTION, embedder: str | Embedder = "local"
@@ -324,12 +300,17 @@ class Index:
         """Several reads from one version of the index (hits and their context block):
         `search`, `search_many`, `pack` and `document_text` as on the Index."""
         with self.store.snapshot() as snap:
-            yield IndexReading(self, snap)
+            yield self._reading(snap)
+
+    def _reading(self, snap: Snapshot) -> IndexReading:
+        return IndexReading(self._searcher, self.models, snap)
 
     def read(self, work: Callable[[IndexReading], T]) -> T:
         """`work(reading)` in one version of the index, as `reading` gives; run once more in
         a fresh version if the store lost its connection midway (a replica went away)."""
-        return self._searcher.read(lambda snap: work(IndexReading(self, snap)))
+        return self._searcher.read(
+            lambda snap: work(IndexReading(self._searcher, self.models, snap))
+        )
 
     def pack(
         self,
@@ -395,6 +376,9 @@ class Index:
         return self.store.repair()
 
     def optimize(self, on_step: Callable[[int, str], None] | None = None) -> int:
-        """Flush, merge and build search graphs now (else done in the background, also by a
-        later opener); `on_step(done, what)` hears of each step; returns the steps done."""
-        return self.store.maintain(wait=True, on_step=on_step)
+        """Flush, merge, build search graphs and refresh stale fusion profiles now (else done
+        in the background, also by a later opener); `on_step(done, what)` hears of each
+        step; returns the steps done."""
+        done = self.store.maintain(wait=True, on_step=on_step)
+        step = on_step and (lambda n, what: on_step(done + n, what))
+        return done + self._profiles.refresh(step)

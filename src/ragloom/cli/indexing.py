@@ -203,9 +203,10 @@ def index_cmd(
 
 def _finish_pending_work(index: Index) -> None:
     """Leave the index in its steady state before exiting: new chunks flushed to segment
-    files, due merges done, search graphs built (what a process that keeps the index open
-    would otherwise do in the background), with progress on a terminal."""
-    with steps_progress("finishing segments and search graphs") as update:
+    files, due merges done, search graphs built, stale fusion profiles refreshed (what a
+    process that keeps the index open would otherwise do in the background), with progress
+    on a terminal."""
+    with steps_progress("finishing segments, search graphs and fusion profiles") as update:
         index.optimize(on_step=update)
 
 

@@ -2,15 +2,18 @@
 
 Adaptive fusion (the default, `ragloom.retrieval.adaptive`) weighs a collection's legs by
 its probe profile: each leg's mean reciprocal rank at finding up to `PROBES` chunks from a
-part cut from them (`ragloom.retrieval.probes`). `Index` profiles a collection with vectors
-after writes that changed its size by a fifth or more since the last profile (and after a
-re-embed); it costs one embedding per probe (two with the query) and two searches.
+part cut from them (`ragloom.retrieval.probes`). It costs two embeddings and two searches a
+probe, so `Index` profiles at once only a collection with vectors that has no profile of its
+model (after its first write, after a re-embed); a profile the collection's size has since
+moved away from by a fifth is refreshed once writes pause (`ragloom.engine.refresh`), by
+`optimize` (`ragloom index` before it exits) or by `calibrate` — never batch by batch.
 """
 
 from __future__ import annotations
 
 import warnings
 from collections import defaultdict
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -38,17 +41,42 @@ RECALIBRATE = 0.2  # a size change (share of the profiled size) that calls for a
 PROFILE_VERSION = 1
 
 
-def needs_profile(config: CollectionConfig, chunks: int) -> bool:
-    """True when a collection with vectors has no profile of its model at about its size."""
+PROBE_BATCH = 32  # probes embedded and searched between checks for a stop
+
+
+class Stopped(Exception):
+    """A profile given up midway (the index is closing); nothing was written."""
+
+
+def profile_missing(config: CollectionConfig, chunks: int) -> bool:
+    """True when a collection with vectors has no profile of its model at all."""
     if not config.embedding or chunks == 0:
         return False
     profile = config.fusion_profile
     if not profile or profile.get("version") != PROFILE_VERSION:
         return True
-    if profile.get("model") != config.embedding.get("model"):
+    return profile.get("model") != config.embedding.get("model")
+
+
+def needs_profile(config: CollectionConfig, chunks: int) -> bool:
+    """True when a collection with vectors has no profile of its model at about its size."""
+    if profile_missing(config, chunks):
         return True
-    then = int(profile.get("chunks") or 0)
+    if not config.embedding or chunks == 0:
+        return False
+    then = int(config.fusion_profile.get("chunks") or 0)
     return then == 0 or abs(chunks - then) / then >= RECALIBRATE
+
+
+def stale_collections(store: Store) -> list[str]:
+    """Collections whose profile is missing or stale (cheap: configs and sizes only)."""
+    with store.snapshot() as snap:
+        names = sorted(snap.collections())
+        return [
+            name
+            for name in names
+            if needs_profile((reader := snap.collection(name)).config, reader.size())
+        ]
 
 
 def _stable_keys(reader: CollectionReader) -> dict[int, str]:
@@ -91,8 +119,10 @@ def profile_collection(
     embedder: Embedder,
     tokenizer: Tokenizer,
     config: CollectionConfig,
+    stop: Callable[[], bool] | None = None,
 ) -> dict[str, Any]:
-    """The collection's probe profile (each leg's MRR, how many probes, at what size)."""
+    """The collection's probe profile (each leg's MRR, how many probes, at what size);
+    `stop()` is asked between batches of probes and raises `Stopped` when it says so."""
     chunks = reader.size()
     profile: dict[str, Any] = {
         "version": PROFILE_VERSION,
@@ -105,26 +135,38 @@ def profile_collection(
         return profile
     params = config.bm25
     average = float(reader.counts()["avg_chunk_terms"]) or 1.0  # the collection's own
-    queries = embedder.embed([p.query for p in probes])
-    rests = embedder.embed([p.rest for p in probes])
-    lexical, dense = [], []
-    for probe, query_vector, rest_vector in zip(probes, queries, rests):
-        terms = tokenizer.terms(probe.query)
-        rows, scores = reader.lexical(terms, PROBE_DEPTH, params)
-        counts, total = reader.document_frequencies(terms)
-        own = rest_bm25(terms, tokenizer.terms(probe.rest), counts, total, average, params)
-        lexical.append(reciprocal_rank(own, probe.row, rows, scores))
-        rows, scores = reader.dense(query_vector, PROBE_DEPTH)
-        own = float(np.dot(rest_vector, query_vector))
-        dense.append(reciprocal_rank(own, probe.row, rows, scores))
+    lexical: list[float] = []
+    dense: list[float] = []
+    for start in range(0, len(probes), PROBE_BATCH):
+        if stop is not None and stop():
+            raise Stopped
+        batch = probes[start : start + PROBE_BATCH]
+        queries = embedder.embed([p.query for p in batch])
+        rests = embedder.embed([p.rest for p in batch])
+        for probe, query_vector, rest_vector in zip(batch, queries, rests):
+            terms = tokenizer.terms(probe.query)
+            rows, scores = reader.lexical(terms, PROBE_DEPTH, params)
+            counts, total = reader.document_frequencies(terms)
+            own = rest_bm25(terms, tokenizer.terms(probe.rest), counts, total, average, params)
+            lexical.append(reciprocal_rank(own, probe.row, rows, scores))
+            rows, scores = reader.dense(query_vector, PROBE_DEPTH)
+            own = float(np.dot(rest_vector, query_vector))
+            dense.append(reciprocal_rank(own, probe.row, rows, scores))
     return {**profile, **mean_reciprocal_ranks(lexical, dense)}
 
 
 def calibrate(
-    store: Store, models: Embedders, collection: str | None = None, force: bool = False
+    store: Store,
+    models: Embedders,
+    collection: str | None = None,
+    force: bool = False,
+    *,
+    missing_only: bool = False,
+    stop: Callable[[], bool] | None = None,
 ) -> dict[str, dict[str, Any]]:
     """Profile `collection` (else every collection) when it needs it (or at all, with vectors,
-    when `force`), store each profile in its collection's config and return them by name."""
+    when `force`; only one with no profile, when `missing_only`), store each profile in its
+    collection's config and return them by name. `stop` ends it early (`Stopped`)."""
     names = [collection] if collection is not None else sorted(store.collections())
     profiles = {}
     for name in names:
@@ -133,7 +175,8 @@ def calibrate(
                 raise NotFound(f"no collection {name!r} in {store.location}")
             reader = snap.collection(name)
             config = reader.config
-            if not (force or needs_profile(config, reader.size())):
+            due = profile_missing if missing_only else needs_profile
+            if not (force or due(config, reader.size())):
                 continue
             if reader.missing_shards():  # a profile of part of the collection waits
                 continue
@@ -141,20 +184,33 @@ def calibrate(
             if embedder is None:
                 continue
             tokenizer = analyzer_for(config.tokenizer)
-            profile = profile_collection(snap, reader, embedder, tokenizer, config)
-        info = store.collections()[name]
-        with store.write() as write:
-            write.set_config(info, {**info.config, "fusion_profile": profile})
+            profile = profile_collection(snap, reader, embedder, tokenizer, config, stop)
+        _store_profile(store, name, profile)
         profiles[name] = profile
     return profiles
 
 
+def _store_profile(store: Store, name: str, profile: dict[str, Any]) -> None:
+    """Set the profile in the collection's config as it is now, read in the same write: a
+    setting changed while the probes ran (on another thread) is kept."""
+    with store.write() as write:
+        current = write.ensure_collection(name, {})  # exists: collections are never dropped
+        write.set_config(current, {**current.config, "fusion_profile": profile})
+
+
 def profile_after_write(
-    store: Store, models: Embedders, collection: str | None = None, force: bool = False
+    store: Store,
+    models: Embedders,
+    collection: str | None = None,
+    force: bool = False,
+    *,
+    missing_only: bool = False,
+    stop: Callable[[], bool] | None = None,
 ) -> None:
-    """Profile what a write left stale (`collection`, else every collection); a failing
-    embedding service leaves the old profile, with a warning."""
+    """Profile what a write left without a profile (`missing_only`) or stale (`collection`,
+    else every collection); a failing embedding service leaves the old profile, with a
+    warning. `stop` ends it early (`Stopped`)."""
     try:
-        calibrate(store, models, collection, force)
+        calibrate(store, models, collection, force, missing_only=missing_only, stop=stop)
     except EmbeddingError as exc:
         warnings.warn(f"fusion profile not updated: {exc.message}", stacklevel=3)
