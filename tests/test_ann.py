@@ -116,3 +116,44 @@ def test_repair_rebuilds_lost_graphs_and_damaged_segments(graph_index: Index) ->
         index.store.maintenance.flush_rows = 900
         index.optimize()
         assert index.stats()["collections"]["default"]["segments"]["graphs"] >= 1
+
+
+def test_a_truncated_graph_is_ignored_and_repaired(graph_index: Index, caplog) -> None:
+    """Graph files are searched in place (mapped, not copied): one cut short by a crash or a
+    full disk must be refused at open, never read past its end; searches are exact until
+    `repair` rebuilds it."""
+    graph = sorted(graph_index.store.files.folder.glob("*.hnsw"))[0]
+    graphs = graph_index.stats()["collections"]["default"]["segments"]["graphs"]
+    query = "query topic5 here"
+    path = graph_index.path
+    graph_index.close()
+    whole = graph.read_bytes()
+    graph.write_bytes(whole[: len(whole) // 2])
+    with Index(path, embedder=Clustered()) as index:
+        with caplog.at_level("WARNING", logger="ragloom.store"):
+            got = [h.chunk_id for h in index.search(query, top_k=10, mode="dense")]
+        assert any("ignoring damaged graph" in r.getMessage() for r in caplog.records)
+        assert got == _exact(index, query, 10)
+        assert index.stats()["collections"]["default"]["segments"]["graphs"] == graphs - 1
+        index.repair()
+        assert index.stats()["collections"]["default"]["segments"]["graphs"] == graphs
+        assert graph.stat().st_size == len(whole)
+
+
+def test_graphs_are_searched_in_place_not_copied(graph_index: Index) -> None:
+    """An opener maps each graph file and searches it there: no copy in anonymous memory
+    (the graph's links and 8-bit codes are views of the file, not owned buffers)."""
+    import faiss
+
+    path = graph_index.path
+    graph_index.close()
+    with Index(path, embedder=Clustered(), read_only=True) as index:
+        index.warm()
+        with index.store.snapshot() as snap:
+            parts = snap.collection("default").view.parts
+        graphs = [p.segment.ann.index for p in parts if p.segment.ann is not None]
+        assert graphs
+        for graph in graphs:
+            assert not graph.hnsw.neighbors.is_owned
+            assert not faiss.downcast_index(graph.storage).codes.is_owned
+        assert index.search("query topic5 here", top_k=5, mode="dense")
