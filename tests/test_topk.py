@@ -114,7 +114,7 @@ def test_segments_past_the_kernel_budget_are_pruned_exactly(monkeypatch) -> None
     """Some segments scored by the kernel, the larger ones pruned: the same top k."""
     import ragloom.lexical.topk as topk
 
-    monkeypatch.setattr(topk, "KERNEL_WORK", 2000)
+    monkeypatch.setattr(topk, "PRUNE_WORK", 2000)
     rng = np.random.default_rng(21)
     targets = [Target(s, None) for s in _segments(rng, [9000, 3000, 200], vocab=2000)]
     for _ in range(15):
@@ -177,7 +177,7 @@ def test_merging_segments_changes_no_score() -> None:
 
 def test_pruning_reads_fewer_postings(monkeypatch) -> None:
     """Not a timing: count the chunks scored exactly, against the chunks that match (numpy's
-    pruning, which serves without numba and above `KERNEL_WORK` postings)."""
+    pruning, which serves without numba)."""
     import ragloom.lexical.topk as topk
     from ragloom.lexical import kernels
 

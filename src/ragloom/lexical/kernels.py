@@ -17,6 +17,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from ragloom.lexical import cursors, maxscore, windows
+
 _compiled: dict | None = None
 _lock = threading.Lock()
 _local = threading.local()
@@ -41,14 +43,49 @@ def _load() -> dict:
         from numba import njit
     except ImportError:  # the numpy paths serve
         return {}
+    cursors.weights_at = _intrinsics()
+    for module in (cursors, maxscore, windows):  # the pieces first: kernels call them compiled
+        for name in module.COMPILED:
+            function = getattr(module, name)
+            plain = getattr(function, "py_func", function)  # (loaded once more in tests)
+            setattr(module, name, njit(cache=True, nogil=True)(plain))
     compiled = {
         name: njit(cache=True, nogil=True)(function)
-        for name, function in (("accumulate", _accumulate), ("select", _select))
+        for name, function in (
+            ("accumulate", _accumulate),
+            ("select", _select),
+            ("maxscore", maxscore.maxscore),
+            ("windows", windows.windows),
+        )
     }
     scores, touched = np.zeros(4), np.zeros(4, np.int64)  # compile or load from the cache now
     count = compiled["accumulate"](scores, touched, 0, np.arange(2, dtype=np.uint32), np.ones(2))
     compiled["select"](scores, touched, count, np.zeros(1, np.bool_), False, 1)
+    docs = np.arange(2, dtype=np.uint32)
+    for writable in (True, False):  # memory segments, then mapped files (read-only arrays)
+        docs.setflags(write=writable)
+        for share in (0, 1):  # windows alone, then MaxScore
+            _run_pruned(
+                compiled, docs, [(0, 2)], [np.ones(2)], [np.ones(1)], 2, None, 1, 0.0, share
+            )
     return compiled
+
+
+def _intrinsics():
+    """`cursors.weights_at` as a numba intrinsic: one float64 load at an address + index."""
+    from llvmlite import ir
+    from numba import types
+    from numba.extending import intrinsic
+
+    @intrinsic
+    def weights_at(typingctx, address, index):
+        def codegen(context, builder, signature, args):
+            pointer = builder.inttoptr(args[0], ir.DoubleType().as_pointer())
+            return builder.load(builder.gep(pointer, [args[1]]))
+
+        return types.float64(types.int64, types.int64), codegen
+
+    return weights_at
 
 
 # The kernels as plain Python: `_load` compiles them.
@@ -74,30 +111,8 @@ def _select(scores, touched, count, eligible, filtered, k):  # pragma: no cover
         s = scores[d]
         if s <= 0.0 or (filtered and not eligible[d]):
             continue
-        if size < k:
-            heap[size] = s
-            j = size
-            size += 1
-            while j > 0:
-                parent = (j - 1) // 2
-                if heap[parent] <= heap[j]:
-                    break
-                heap[parent], heap[j] = heap[j], heap[parent]
-                j = parent
-        elif s > heap[0]:
-            heap[0] = s
-            j = 0
-            while True:
-                left = 2 * j + 1
-                if left >= size:
-                    break
-                child = left
-                if left + 1 < size and heap[left + 1] < heap[left]:
-                    child = left + 1
-                if heap[j] <= heap[child]:
-                    break
-                heap[j], heap[child] = heap[child], heap[j]
-                j = child
+        if size < k or s > heap[0]:
+            size = cursors.push(heap, size, k, s)
     floor = heap[0] if size == k else 0.0
     out_docs = np.empty(count, np.int64)
     out_scores = np.empty(count, np.float64)
@@ -140,3 +155,50 @@ def score_top(
             count = accumulate(scores, touched, count, docs, weights)
     mask = eligible if eligible is not None else np.zeros(1, np.bool_)
     return select(scores, touched, count, mask, eligible is not None, max(k, 1))
+
+
+def _run_pruned(compiled, docs, ranges, weights, block_maxima, n, eligible, k, theta, share):
+    lo = np.array([r[0] for r in ranges], np.int64)
+    hi = np.array([r[1] for r in ranges], np.int64)
+    sizes = [len(b) for b in block_maxima]
+    boff = np.zeros(len(sizes) + 1, np.int64)
+    boff[1:] = np.cumsum(sizes)
+    bmax = np.concatenate(block_maxima) if block_maxima else np.zeros(0)
+    for w, b, (start, stop) in zip(weights, block_maxima, ranges, strict=True):
+        # read by address in the kernel: float64, contiguous, one per posting, alive meanwhile
+        if w.dtype != np.float64 or not w.flags.c_contiguous or len(w) != stop - start:
+            raise ValueError("weights must be contiguous float64 arrays, one per posting")
+        if len(b) != -(-len(w) // cursors.BLOCK_SIZE) or not 0 <= start <= stop <= len(docs):
+            raise ValueError("block maxima or posting ranges do not match the weights")
+    address = np.array([w.ctypes.data for w in weights], np.int64)
+    mask = eligible if eligible is not None else np.zeros(1, np.bool_)
+    filtered, k, theta = eligible is not None, max(k, 1), float(theta)
+    if share > 0:
+        found, scores, done = compiled["maxscore"](
+            docs, lo, hi, address, bmax, boff, mask, filtered, k, theta, share
+        )
+        if done:
+            return found, scores
+    return compiled["windows"](docs, lo, hi, address, bmax, boff, n, mask, filtered, k, theta)
+
+
+def score_top_pruned(
+    docs: np.ndarray,
+    ranges: Sequence[tuple[int, int]],
+    weights: Sequence[np.ndarray],
+    block_maxima: Sequence[np.ndarray],
+    n: int,
+    eligible: np.ndarray | None,
+    k: int,
+    theta: float,
+    share: int,
+) -> tuple[np.ndarray, np.ndarray]:
+    """`score_top`'s answer for a segment of `n` chunks (and no chunk below `theta`, a k-th
+    score already reached elsewhere), reading only the postings that can matter. `docs` is the
+    segment's postings array; query term q (query order) owns docs[ranges[q][0]:ranges[q][1]]
+    with `weights[q]`, whose maxima over blocks of `cursors.BLOCK_SIZE` are block_maxima[q].
+
+    Block-max MaxScore (`ragloom.lexical.maxscore`) runs first, while no more than 1 in `share`
+    postings passed needs a look-up in the non-essential terms (0: not at all); past that,
+    windows of chunks with block-max bounds (`ragloom.lexical.windows`) score the segment."""
+    return _run_pruned(_compiled, docs, ranges, weights, block_maxima, n, eligible, k, theta, share)

@@ -6,7 +6,11 @@ arithmetic; ties go to the lower row id. It skips work in two ways (MaxScore wit
 bounds): terms whose best possible contribution cannot lift a chunk to the current k-th score
 supply no candidates, and blocks of postings whose bound cannot either are never read.
 The threshold comes from a first pass over the most promising blocks and rises segment by
-segment. Pure numeric code: statistics (N, average length, df) come from the caller.
+segment. With numba (`ragloom.lexical.kernels`) compiled kernels do the same: a segment's
+few matches are all scored, more go to block-max MaxScore (`ragloom.lexical.maxscore`) or,
+when its bounds do not prune, to block-max windows of chunks (`ragloom.lexical.windows`),
+largest segment first so the k-th score it reaches lets the others skip more.
+Pure numeric code: statistics (N, average length, df) come from the caller.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ragloom.lexical import kernels
+from ragloom.lexical import cursors, kernels
 from ragloom.lexical.bm25 import BM25Params, bm25_weights
 from ragloom.segments.segment import BLOCK, Segment
 
@@ -26,10 +30,13 @@ CACHE_LIMIT = 4096  # term weights remembered per segment (for repeated statisti
 SEED_BLOCKS = 8  # blocks per term scored first to set the threshold
 SAFETY = 1e-9  # relative margin: bounds are summed in another order than scores
 HOPELESS = 0.3  # when candidate postings exceed this share of the chunks, score everything
-# With the compiled kernel, scoring every match costs about a nanosecond a posting: below this
-# many postings for the query in a segment it beats pruning in numpy (100k chunks, three terms
-# each in 10-20% of them: 12 ms pruned in numpy, 1.3 ms scoring all in numpy, less compiled).
-KERNEL_WORK = 8_000_000
+# With the compiled kernels: below this many postings for the query in a segment, every match is
+# scored (tens of microseconds); from it on, the pruning kernels run.
+PRUNE_WORK = 50_000
+# Block-max MaxScore gives up for windows once more than 1 in MAXSCORE_SHARE postings passed
+# needed a chunk looked up in the non-essential terms (~25 ns each, against ~1 ns a posting
+# scored window by window): the bounds were not selective enough for this query.
+MAXSCORE_SHARE = 16
 
 
 @dataclass(frozen=True)
@@ -203,16 +210,44 @@ def _pruned(target: Target, terms: Sequence[int], stats: Stats, params: BM25Para
         scored(np.concatenate(candidates))
 
 
-def _kernel_into(target: Target, terms, stats: Stats, params: BM25Params, best: _Best) -> bool:
-    """Score every match of the segment in compiled code when the work is small enough;
-    True if done (the same scores, bit for bit, as `_score_all`)."""
+def _block_maxima(segment: Segment, stats: Stats, params: BM25Params, term: int) -> np.ndarray:
+    """The exact maxima of a term's cached weights over its blocks of postings (remembered
+    beside the weights: 1/128 of their size)."""
+    key = ("bm", term, params.k1, params.b, stats.idf[term], stats.avgdl)
+    cached = segment.cache.get(key)
+    if cached is None:
+        _, weights = _weights(segment, stats, params, term)
+        starts = np.arange(0, len(weights), cursors.BLOCK_SIZE)
+        cached = np.maximum.reduceat(weights, starts) if len(weights) else weights
+        segment.cache[key] = cached
+    return cached
+
+
+def _kernel_into(target: Target, terms, stats: Stats, params: BM25Params, best: _Best) -> None:
+    """Score the segment in compiled code: every match when there are few, else pruned by
+    block maxima (the same chunks and scores, bit for bit, as `_score_all` ranks first)."""
     segment = target.segment
-    if sum(segment.df(int(t)) for t in terms) > KERNEL_WORK:
-        return False
+    indexes = [segment.term_index(int(t)) for t in terms]
+    ptr = segment.ptr
+    work = sum(int(ptr[i + 1] - ptr[i]) for i in indexes if i >= 0)
     postings = [_weights(segment, stats, params, term) for term in terms]
-    docs, scores = kernels.score_top(segment.n, postings, target.eligible, best.k)
+    if work < PRUNE_WORK:
+        docs, scores = kernels.score_top(segment.n, postings, target.eligible, best.k)
+    else:
+        ranges = [(int(ptr[i]), int(ptr[i + 1])) if i >= 0 else (0, 0) for i in indexes]
+        maxima = [_block_maxima(segment, stats, params, term) for term in terms]
+        docs, scores = kernels.score_top_pruned(
+            segment.docs,
+            ranges,
+            [w for _, w in postings],
+            maxima,
+            segment.n,
+            target.eligible,
+            best.k,
+            best.threshold,
+            MAXSCORE_SHARE,
+        )
     best.offer(segment.rows[docs], scores)
-    return True
 
 
 def _exhaustive_into(target, terms, stats, params, best: _Best) -> None:
@@ -277,12 +312,15 @@ def search(
         return best.rows, best.scores
     unique = set(terms)
     small, large = [], []
+    compiled = prune and kernels.available()
+    if compiled:  # the largest first: its k-th score lets the smaller ones skip more
+        targets = sorted(targets, key=lambda target: -target.segment.n)
     for target in targets:
-        if prune and kernels.available():  # compiled: few eligible chunks, else every match
+        if compiled:  # few eligible chunks: score those; else the compiled kernels
             if _selective(target, terms, stats, params, best):
                 continue
-            if _kernel_into(target, terms, stats, params, best):
-                continue
+            _kernel_into(target, terms, stats, params, best)
+            continue
         cheap = target.segment.n < SMALL_SEGMENT  # (the postings count is read only if not)
         cheap = cheap or sum(target.segment.df(t) for t in unique) < SMALL_WORK
         (small if not prune or cheap else large).append(target)

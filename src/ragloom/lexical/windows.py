@@ -1,0 +1,126 @@
+"""Exact BM25 top-k of one segment over windows of chunk numbers, as plain Python that
+`ragloom.lexical.kernels` compiles with numba (far too slow uncompiled; every name in
+`COMPILED` is replaced by its compiled form first).
+
+The segment's chunks are taken WINDOW at a time, in order. Each query term's cursor sits at
+its first posting in the window; the window's bound is the sum, over the terms, of the best
+weight of the blocks of postings the window's postings fall in (exact maxima of the very
+weights summed). A window whose bound stays below the k-th best score so far is skipped
+unread. Otherwise every posting in it is added into a window-sized score buffer, term by term
+in query order, from 0.0 (the additions `ragloom.lexical.topk._score_all` makes, so the scores
+are equal to the last bit), and the buffer is read for the top k at the chunks of the
+essential terms (`ragloom.lexical.maxscore`: no other chunk can reach the k-th score). The
+buffer stays in the first-level cache, where the exhaustive kernel's segment-sized score array
+does not, and reading it needs no branch on whether a chunk matched at all.
+
+Bounds are summed in another order than scores: a window is skipped only when its bound falls
+`cursors.MARGIN` (relative) below the k-th score. The result is every eligible chunk scoring
+at least the k-th best score (ties kept); no fast math, no reordering.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ragloom.lexical import cursors
+
+WINDOW = 128  # chunks per window
+COMPILED = ("scan", "offer")
+
+
+def windows(docs, lo, hi, waddr, bmax, boff, n, eligible, filtered, k, theta0):  # pragma: no cover
+    """(chunk numbers, scores) that can make the top `k` of a segment of `n` chunks, as
+    `ragloom.lexical.maxscore.maxscore` finds them from the same arguments (it never gives up
+    here): every eligible chunk at or above the k-th best score and `theta0`, ties kept."""
+    T = lo.shape[0]
+    count = hi - lo
+    order, prefix = cursors.bounds(bmax, boff, T)
+    found = cursors.start(count, n, k, theta0, prefix, 0)
+    scan(docs, lo, count, waddr, bmax, boff, n, eligible, filtered, order, found)
+    heap, _, cand_docs, cand_scores, state = found[:5]
+    return cursors.at_floor(cand_docs, cand_scores, state[1], heap, state[0], k)
+
+
+def scan(
+    docs, lo, count, waddr, bmax, boff, n, eligible, filtered, order, found
+):  # pragma: no cover
+    """The windows in order: skipped on their bound, else added up and read (one function:
+    numba keeps reference counts on arrays passed to a function, too dear per window)."""
+    T = lo.shape[0]
+    limits, state = found[5], found[4]
+    pos = np.zeros(T, np.int64)  # each term's cursor, relative to lo[q]
+    start = np.zeros(T, np.int64)  # ... at the window's start
+    edge = np.zeros(T, np.int64)  # ... its last posting before the window's end (-1: none)
+    buf = np.zeros(WINDOW, np.float64)
+    for w0 in range(0, n, WINDOW):
+        w1 = w0 + WINDOW
+        if limits[0] > 0.0:  # the bound: per term, the best of the blocks the window spans
+            bound = 0.0
+            for q in range(T):
+                p, n_q, base = pos[q], count[q], lo[q]
+                edge[q] = -1
+                if p >= n_q or docs[base + p] >= w1:
+                    continue
+                b = p >> cursors.SHIFT
+                best = bmax[boff[q] + b]
+                last = min((b + 1) << cursors.SHIFT, n_q) - 1
+                while docs[base + last] < w1 and last < n_q - 1:
+                    b += 1
+                    best = max(best, bmax[boff[q] + b])
+                    last = min(last + cursors.BLOCK_SIZE, n_q - 1)
+                edge[q] = last
+                bound += best
+            if bound < limits[0]:  # hopeless: each cursor past the window, by bisection
+                for q in range(T):
+                    last, base = edge[q], lo[q]
+                    if last < 0:
+                        continue
+                    if docs[base + last] < w1:  # (the term's last posting)
+                        pos[q] = last + 1
+                        continue
+                    first = max(pos[q], (last >> cursors.SHIFT) << cursors.SHIFT)
+                    while first < last:
+                        mid = (first + last) >> 1
+                        if docs[base + mid] < w1:
+                            first = mid + 1
+                        else:
+                            last = mid
+                    pos[q] = first
+                continue
+        for q in range(T):  # exact: every posting, term by term in query order
+            p, n_q, base, wa = pos[q], count[q], lo[q], waddr[q]
+            start[q] = p
+            while p < n_q:
+                d = np.int64(docs[base + p])
+                if d >= w1:
+                    break
+                buf[d - w0] += cursors.weights_at(wa, p)
+                p += 1
+            pos[q] = p
+        for i in range(state[2], T):  # read at the essential terms' chunks: no other can enter
+            q = order[i]
+            for p in range(start[q], pos[q]):
+                j = np.int64(docs[lo[q] + p]) - w0
+                s = buf[j]
+                if s < limits[1]:  # (also a chunk already read: its slot is zeroed)
+                    continue
+                buf[j] = 0.0
+                if not filtered or eligible[w0 + j]:
+                    offer(found, w0 + j, s)
+        buf[:] = 0.0
+
+
+def offer(found, d, s):  # pragma: no cover
+    """Chunk `d` scoring `s` (at least the score to enter) joins the candidates and the heap;
+    the score to enter, the bound to reach and the non-essential terms follow the k-th best."""
+    heap, k, cand_docs, cand_scores, state, limits, prefix, theta0 = found
+    m = state[1]
+    cand_docs[m] = d
+    cand_scores[m] = s
+    state[1] = m + 1
+    state[0] = cursors.push(heap, state[0], k, s)
+    if state[0] == k:
+        limits[1] = max(theta0, heap[0])
+        if heap[0] * (1.0 - cursors.MARGIN) > limits[0]:
+            limits[0] = heap[0] * (1.0 - cursors.MARGIN)
+            state[2] = cursors.essential_from(prefix, state[2], limits[0])

@@ -1,0 +1,195 @@
+"""The pruning kernels (block-max MaxScore, block-max windows) return exactly what scoring every
+match returns: the same chunks, the same scores to the last bit, ties kept; filters and
+deletes respected; any k, any number of query terms, repeats included."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ragloom.lexical import kernels, topk
+from ragloom.lexical.bm25 import BM25Params, bm25_idf
+from ragloom.lexical.topk import Stats, Target, search
+from ragloom.segments.build import build_segment
+from ragloom.segments.postings import Postings
+
+
+@pytest.fixture(autouse=True)
+def _compiled(monkeypatch):
+    monkeypatch.delenv("RAGLOOM_KERNELS", raising=False)
+    monkeypatch.setattr(kernels, "_compiled", None)
+    assert kernels.available(), "numba is a dependency: the compiled kernels must load"
+
+
+def _segment(rng, n, vocab, ties=False, first_row=1):
+    """Zipf-distributed chunks; with `ties`, every chunk has the same length and each term
+    once, so a term weighs the same in every chunk (scores tie everywhere)."""
+    postings = []
+    for _ in range(n):
+        if ties:
+            ids = np.sort(rng.choice(vocab, size=6, replace=False))
+            counts = np.ones(6)
+        else:
+            words = np.minimum(rng.zipf(1.3, size=int(rng.integers(5, 60))), vocab) - 1
+            ids, counts = np.unique(words, return_counts=True)
+        postings.append(Postings(ids.astype(np.uint32), counts.astype(np.uint32)))
+    return build_segment(np.arange(first_row, first_row + n), postings, [{}] * n)
+
+
+def _stats(segment, terms, eligible=None):
+    alive = np.ones(segment.n, bool) if eligible is None else eligible
+    idf = {}
+    for t in set(terms):
+        docs, _ = segment.postings(t)
+        idf[t] = bm25_idf(int(alive[docs].sum()), int(alive.sum()))
+    return Stats(idf, float(segment.lengths[alive].mean()))
+
+
+def _reference(segment, terms, stats, params, eligible, k, theta):
+    """Every eligible match's score (query order, as `_score_all`), then those at or above
+    theta and the k-th best of them."""
+    docs, scores = topk._score_all(Target(segment, eligible), terms, stats, params)
+    keep = scores >= theta
+    docs, scores = docs[keep], scores[keep]
+    if len(scores) >= k:
+        floor = np.sort(scores)[::-1][k - 1]
+        keep = scores >= floor
+        docs, scores = docs[keep], scores[keep]
+    return docs.tolist(), scores.tolist()
+
+
+def _pruned(segment, terms, stats, params, eligible, k, theta, share):
+    indexes = [segment.term_index(t) for t in terms]
+    ranges = [(int(segment.ptr[i]), int(segment.ptr[i + 1])) if i >= 0 else (0, 0) for i in indexes]
+    weights = [topk._weights(segment, stats, params, t)[1] for t in terms]
+    maxima = [topk._block_maxima(segment, stats, params, t) for t in terms]
+    docs, scores = kernels.score_top_pruned(
+        segment.docs, ranges, weights, maxima, segment.n, eligible, k, theta, share
+    )
+    order = np.argsort(docs, kind="stable")
+    return docs[order].tolist(), scores[order].tolist()
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_both_kernels_equal_scoring_every_match(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    ties = seed % 3 == 2
+    segment = _segment(rng, int(rng.integers(3000, 9000)), vocab=40 if ties else 2000, ties=ties)
+    params = BM25Params(
+        k1=float(rng.choice([0.9, 1.2, 2.0])), b=float(rng.choice([0.0, 0.4, 0.75]))
+    )
+    for trial in range(12):
+        size = int(rng.choice([1, 2, 3, 5, 8]))
+        top = 40 if ties else 3000
+        terms = [int(t) for t in np.minimum(rng.zipf(1.2, size=size), top) - 1]
+        if rng.random() < 0.3:
+            terms.insert(int(rng.integers(0, len(terms) + 1)), terms[0])  # repeated word
+        if rng.random() < 0.2:
+            terms.append(10**6)  # a word no chunk has
+        kind = trial % 3
+        eligible = None
+        if kind == 1:
+            eligible = rng.random(segment.n) > 0.1  # deletes
+        elif kind == 2:
+            eligible = rng.random(segment.n) < 0.3  # a filter
+        stats = _stats(segment, terms, eligible)
+        for k in (1, 3, 10, 100, 10**6):  # the last: more than match
+            want = _reference(segment, terms, stats, params, eligible, k, 0.0)
+            for share in (0, 1, 10**9):  # windows; MaxScore; MaxScore giving up early
+                got = _pruned(segment, terms, stats, params, eligible, k, 0.0, share)
+                assert got == want, (seed, terms, k, share)
+            if want[1]:  # a k-th score already reached elsewhere
+                theta = float(np.median(want[1]))
+                want = _reference(segment, terms, stats, params, eligible, k, theta)
+                for share in (0, 1, 10**9):
+                    got = _pruned(segment, terms, stats, params, eligible, k, theta, share)
+                    assert got == want, (seed, terms, k, share, theta)
+
+
+def test_ties_at_the_kth_score_are_all_returned() -> None:
+    rng = np.random.default_rng(42)
+    segment = _segment(rng, 5000, vocab=12, ties=True)
+    params = BM25Params()
+    for terms in ([3], [3, 7], [7, 3, 3]):
+        stats = _stats(segment, terms)
+        want = _reference(segment, terms, stats, params, None, 10, 0.0)
+        assert len(want[0]) > 10  # the test needs ties at the k-th score
+        for share in (0, 1, 10**9):
+            assert _pruned(segment, terms, stats, params, None, 10, 0.0, share) == want
+
+
+@pytest.mark.parametrize("share", [0, 1, 16, 10**9])
+def test_search_with_the_pruning_kernels_equals_exhaustive(monkeypatch, share: int) -> None:
+    """Through `topk.search`: several segments (the k-th score carried from one to the next),
+    deletes and filters; windows only, MaxScore, the default, MaxScore giving up early."""
+    monkeypatch.setattr(topk, "PRUNE_WORK", 0)
+    monkeypatch.setattr(topk, "MAXSCORE_SHARE", share)
+    rng = np.random.default_rng(share % 97)
+    segments, row = [], 1
+    for n in (7000, 2500, 600):
+        segments.append(_segment(rng, n, vocab=1500, first_row=row))
+        row += n + 2
+    for trial in range(15):
+        targets = []
+        for segment in segments:
+            eligible = None if trial % 3 == 0 else rng.random(segment.n) < (0.9, 0.2)[trial % 2]
+            targets.append(Target(segment, eligible))
+        terms = [int(t) for t in np.minimum(rng.zipf(1.2, size=int(rng.integers(1, 7))), 1500) - 1]
+        alive = sum(
+            int(t.eligible.sum()) if t.eligible is not None else t.segment.n for t in targets
+        )
+        df = {
+            t: sum(
+                int(
+                    (t_.eligible if t_.eligible is not None else np.ones(t_.segment.n, bool))[
+                        t_.segment.postings(t)[0]
+                    ].sum()
+                )
+                for t_ in targets
+            )
+            for t in set(terms)
+        }
+        stats = Stats({t: bm25_idf(df[t], alive) for t in terms}, 30.0)
+        for k in (1, 10, 50, 10**5):
+            fast = search(targets, terms, k, stats, BM25Params())
+            slow = search(targets, terms, k, stats, BM25Params(), prune=False)
+            assert fast[0].tolist() == slow[0].tolist()
+            assert fast[1].tolist() == slow[1].tolist()
+
+
+def test_mismatched_inputs_are_refused() -> None:
+    docs = np.arange(10, dtype=np.uint32)
+    good = np.ones(10)
+    with pytest.raises(ValueError):
+        kernels.score_top_pruned(docs, [(0, 10)], [good[:5]], [np.ones(1)], 10, None, 3, 0.0, 0)
+    with pytest.raises(ValueError):
+        kernels.score_top_pruned(
+            docs, [(0, 10)], [good.astype(np.float32)], [np.ones(1)], 10, None, 3, 0.0, 0
+        )
+    with pytest.raises(ValueError):
+        kernels.score_top_pruned(docs, [(0, 10)], [good], [np.ones(3)], 10, None, 3, 0.0, 0)
+    with pytest.raises(ValueError):
+        kernels.score_top_pruned(docs, [(5, 15)], [good], [np.ones(1)], 10, None, 3, 0.0, 0)
+
+
+def test_maxscore_gives_up_when_its_bounds_do_not_prune() -> None:
+    """Three of the commonest words and a large k: nearly every chunk needs a look-up, so
+    MaxScore hands the segment to the windows (and the answer stays exact)."""
+    rng = np.random.default_rng(8)
+    segment = _segment(rng, 6000, vocab=2000)
+    terms, params = [0, 1, 2], BM25Params()
+    stats = _stats(segment, terms)
+    indexes = [segment.term_index(t) for t in terms]
+    lo = np.array([segment.ptr[i] for i in indexes], np.int64)
+    hi = np.array([segment.ptr[i + 1] for i in indexes], np.int64)
+    weights = [topk._weights(segment, stats, params, t)[1] for t in terms]
+    maxima = [topk._block_maxima(segment, stats, params, t) for t in terms]
+    boff = np.concatenate(([0], np.cumsum([len(m) for m in maxima]))).astype(np.int64)
+    address = np.array([w.ctypes.data for w in weights], np.int64)
+    run = kernels._compiled["maxscore"]
+    mask = np.zeros(1, np.bool_)
+    args = (segment.docs, lo, hi, address, np.concatenate(maxima), boff, mask, False, 500, 0.0)
+    assert run(*args, 16)[2] is False
+    assert run(*args, 1)[2] is True
+    want = _reference(segment, terms, stats, params, None, 500, 0.0)
+    assert _pruned(segment, terms, stats, params, None, 500, 0.0, 16) == want
