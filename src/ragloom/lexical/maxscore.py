@@ -7,7 +7,9 @@ weight, added to the bests of every weaker term, cannot lift a chunk to the k-th
 far is *non-essential*: chunks containing only such terms are never looked at. A chunk found in
 an essential term is looked up in the non-essential ones from the strongest down, and dropped
 as soon as its known weights plus the bests still open fall below the k-th score. With a single
-essential term, whole blocks of its postings whose best weight cannot help are skipped unread.
+essential term, whole blocks of its postings are skipped unread when their best weight plus
+the best the other terms reach over the same chunks (their blocks overlapping it) cannot help,
+and a posting's chunk number is read only when its weight can.
 Bounds are exact maxima of the very weights that are summed, compared with a relative margin
 (`cursors.MARGIN`), so summing them in another order cannot drop a chunk that belongs.
 
@@ -23,7 +25,7 @@ import numpy as np
 
 from ragloom.lexical import cursors
 
-COMPILED = ("walk", "next_any", "offer")
+COMPILED = ("walk", "block_rest", "next_any", "offer")
 ALLOWANCE = 256  # look-ups always allowed (the k-th score is low while the top k fills)
 
 
@@ -58,21 +60,25 @@ def walk(docs, lo, count, waddr, bmax, boff, eligible, filtered, order, found): 
     T = lo.shape[0]
     state, limits, prefix = found[4], found[5], found[6]
     pos = np.zeros(T, np.int64)  # each term's cursor, relative to lo[q]
+    shallow = np.zeros(T, np.int64)  # each term's block at or after the essential block's
     while state[2] < T:
         ne = state[2]
         if ne == T - 1:  # one essential term: walk it alone, skipping hopeless blocks
             q = order[ne]
-            base, n_q, wa, bo, rest = lo[q], count[q], waddr[q], boff[q], prefix[ne]
-            p, d, acc = pos[q], np.int64(-1), -1.0
+            base, n_q, wa, bo = lo[q], count[q], waddr[q], boff[q]
+            p, d, acc, held, rest = pos[q], np.int64(-1), -1.0, -1, 0.0
             while p < n_q:
                 b = p >> cursors.SHIFT
+                if b != held:  # a new block: what the other terms can add to its chunks
+                    held = b
+                    rest = block_rest(docs, lo, count, bmax, boff, order, ne, shallow, q, b)
                 if bmax[bo + b] + rest < limits[0]:
                     p = (b + 1) << cursors.SHIFT
                     continue
-                x = np.int64(docs[base + p])
-                if not filtered or eligible[x]:
-                    w = cursors.weights_at(wa, p)
-                    if w + rest >= limits[0]:
+                w = cursors.weights_at(wa, p)  # (the chunk number is read only if it can help)
+                if w + rest >= limits[0]:
+                    x = np.int64(docs[base + p])
+                    if not filtered or eligible[x]:
                         d, acc = x, w
                         break
                 p += 1
@@ -107,6 +113,28 @@ def walk(docs, lo, count, waddr, bmax, boff, eligible, filtered, order, found): 
             if pos[q] < count[q] and docs[lo[q] + pos[q]] == d:
                 pos[q] += 1
     return True
+
+
+def block_rest(docs, lo, count, bmax, boff, order, ne, shallow, e, b):  # pragma: no cover
+    """The most the non-essential terms can add to a chunk of block `b` of essential term `e`:
+    per term, the best of its blocks overlapping the block's chunks (`shallow` keeps each
+    term's first block not wholly before them: the blocks come in chunk order)."""
+    first = docs[lo[e] + (b << cursors.SHIFT)]
+    last = docs[lo[e] + min((b + 1) << cursors.SHIFT, count[e]) - 1]
+    rest = 0.0
+    for i in range(ne):
+        q = order[i]
+        base, n_q, blocks = lo[q], count[q], boff[q + 1] - boff[q]
+        j = shallow[q]
+        while j < blocks and docs[base + min((j + 1) << cursors.SHIFT, n_q) - 1] < first:
+            j += 1
+        shallow[q] = j
+        best = 0.0
+        while j < blocks and docs[base + (j << cursors.SHIFT)] <= last:
+            best = max(best, bmax[boff[q] + j])
+            j += 1
+        rest += best
+    return rest
 
 
 def next_any(docs, lo, count, waddr, order, ne, pos, eligible, filtered, found):  # pragma: no cover

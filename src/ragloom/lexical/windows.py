@@ -2,14 +2,15 @@
 `ragloom.lexical.kernels` compiles with numba (far too slow uncompiled; every name in
 `COMPILED` is replaced by its compiled form first).
 
-The segment's chunks are taken WINDOW at a time, in order. Each query term's cursor sits at
-its first posting in the window; the window's bound is the sum, over the terms, of the best
-weight of the blocks of postings the window's postings fall in (exact maxima of the very
-weights summed). A window whose bound stays below the k-th best score so far is skipped
-unread. Otherwise every posting in it is added into a window-sized score buffer, term by term
-in query order, from 0.0 (the additions `ragloom.lexical.topk._score_all` makes, so the scores
-are equal to the last bit), and the buffer is read for the top k at the chunks of the
-essential terms (`ragloom.lexical.maxscore`: no other chunk can reach the k-th score). The
+The segment's chunks are taken WINDOW at a time, in order. Each query term's cursor sits at its
+first posting in the window; the window's bound is the sum, over the terms, of the best weight
+of the blocks of postings the window's postings fall in (exact maxima of the very weights
+summed). A window whose bound stays below the k-th best score so far is skipped unread; while
+bounds keep failing to skip, they are checked on ever fewer windows (up to one in CHECKS), as
+they only cost then. Otherwise every posting in it is added into a window-sized score buffer,
+term by term in query order, from 0.0 (the additions `ragloom.lexical.topk._score_all` makes,
+so the scores are equal to the last bit), and the buffer is read for the top k at the chunks of
+the essential terms (`ragloom.lexical.maxscore`: no other chunk can reach the k-th score). The
 buffer stays in the first-level cache, where the exhaustive kernel's segment-sized score array
 does not, and reading it needs no branch on whether a chunk matched at all.
 
@@ -25,6 +26,7 @@ import numpy as np
 from ragloom.lexical import cursors
 
 WINDOW = 128  # chunks per window
+CHECKS = 32  # at most this many windows go unchecked after bounds that kept failing
 COMPILED = ("scan", "offer")
 
 
@@ -52,9 +54,11 @@ def scan(
     start = np.zeros(T, np.int64)  # ... at the window's start
     edge = np.zeros(T, np.int64)  # ... its last posting before the window's end (-1: none)
     buf = np.zeros(WINDOW, np.float64)
+    wait, gap = 0, 0  # windows left unchecked; how many after the next failed check
     for w0 in range(0, n, WINDOW):
         w1 = w0 + WINDOW
-        if limits[0] > 0.0:  # the bound: per term, the best of the blocks the window spans
+        wait -= 1
+        if limits[0] > 0.0 and wait < 0:  # the bound: per term, the best of the blocks spanned
             bound = 0.0
             for q in range(T):
                 p, n_q, base = pos[q], count[q], lo[q]
@@ -70,7 +74,11 @@ def scan(
                     last = min(last + cursors.BLOCK_SIZE, n_q - 1)
                 edge[q] = last
                 bound += best
-            if bound < limits[0]:  # hopeless: each cursor past the window, by bisection
+            if bound >= limits[0]:  # in vain: check less often while they keep failing
+                gap = min(2 * gap + 1, CHECKS)
+                wait = gap
+            else:  # hopeless: each cursor past the window, by bisection
+                gap = 0
                 for q in range(T):
                     last, base = edge[q], lo[q]
                     if last < 0:
