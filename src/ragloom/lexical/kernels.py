@@ -1,12 +1,14 @@
-"""Compiled BM25 accumulation and top-k selection (numba), for when scoring every match in one
-pass beats pruning in numpy: Python's per-step overhead, not the arithmetic, is what costs.
+"""Compiled BM25 top-k (numba): Python's per-step overhead, not the arithmetic, is what costs.
 
 `score_top` adds each query term's cached BM25 weights into one score per chunk, term by term
 in query order (the very additions `ragloom.lexical.topk._score_all` makes with numpy, so the
 scores are equal to the last bit), and returns every chunk that can be in the top k: those
-scoring at least the k-th best eligible score, ties kept. Nothing is reordered and no fast
-math is allowed, so the results do not depend on the CPU (AVX2 or AVX-512 alike). Without
-numba installed `available()` is False and the numpy paths run as before.
+scoring at least the k-th best eligible score, ties kept. `score_top_pruned` returns the same
+while reading only the postings that can matter (block-max MaxScore, `ragloom.lexical.maxscore`,
+else block-max windows, `ragloom.lexical.windows`; their shared pieces: `ragloom.lexical.cursors`,
+compiled here first). Nothing is reordered and no fast math is allowed, so the results do not
+depend on the CPU (AVX2 or AVX-512 alike). Without numba installed `available()` is False and
+the numpy paths run as before.
 """
 
 from __future__ import annotations
