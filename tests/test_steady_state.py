@@ -331,3 +331,26 @@ def test_the_idle_wait_before_rewrites_is_long_by_default() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True
     )
     assert float(out.stdout) >= 10.0
+
+
+def test_a_bulk_loads_tail_below_a_flush_is_written_once_writes_pause(
+    tmp_path: Path, small_segments
+) -> None:
+    """A load that ends between flushes leaves its last chunks in memory: once writes pause
+    they are written and merged like the rest (every opener would otherwise rebuild them
+    from their rows and search them without a graph); a trickle of a few writes is not."""
+    with Index(tmp_path / "tail.db", embedder=Topics()) as index:
+        index.add(_docs())
+        _wait_for(lambda: index.store.maintenance.outstanding() == [])
+        assert _segments(index) == {"files": 1, "memory": 0, "graphs": 1}
+        tail = [Document(f"t{i}", f"doc topic{i % 30} tail{i} number{i}") for i in range(130)]
+        index.add(tail[:100])
+        index.add(tail[100:])  # 130 chunks: under a flush (200), over a quarter of one
+        _wait_for(lambda: index.store.maintenance.outstanding() == [])
+        assert _segments(index) == {"files": 1, "memory": 0, "graphs": 1}
+        index.add([Document(f"w{i}", f"doc topic{i} late{i}") for i in range(20)])
+        time.sleep(1.0)  # writes paused longer than the idle wait (0.2 s)
+        assert index.store.maintenance.outstanding() == []
+        assert _segments(index) == {"files": 1, "memory": 1, "graphs": 1}
+        assert index.search("tail129", top_k=1, mode="lexical")[0].document_id == "t129"
+        assert index.check() == []

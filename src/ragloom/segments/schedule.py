@@ -33,6 +33,15 @@ def flush_due(view: CollectionView, flush_rows: int) -> bool:
     return sum(p.segment.n for p in memory) >= flush_rows
 
 
+def tail_due(view: CollectionView, flush_rows: int) -> bool:
+    """True when the in-memory segments hold a tail worth writing once writes pause: a
+    quarter of a flush or more. Left in memory, a bulk load's last chunks would be rebuilt
+    from their rows by every opener and searched without a graph; a trickle of a few
+    writes stays in memory (a file for each would cost a merge)."""
+    memory = view.parts[view.files :]
+    return sum(p.segment.n for p in memory) >= max(1, flush_rows // 4)
+
+
 def merge_plan(view: CollectionView, factor: int, flush_rows: int) -> tuple[int, int] | None:
     """The range [i, j) of file segments to merge next, or None."""
     files = view.parts[: view.files]

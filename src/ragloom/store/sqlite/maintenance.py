@@ -24,12 +24,10 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 from ragloom.dense import graph as ann
 from ragloom.dense.graph import attach_graph
-from ragloom.errors import StoreError
 from ragloom.segments.merge_file import Cancelled, merge_to_file
 from ragloom.segments.schedule import (
     CONSOLIDATE_ROWS,
@@ -41,8 +39,10 @@ from ragloom.segments.schedule import (
     merge_plan,
     replaced,
     settled,
+    tail_due,
 )
 from ragloom.segments.view import CollectionView
+from ragloom.store.sqlite.cleanup import clean_files
 from ragloom.store.sqlite.errors import from_os
 from ragloom.store.sqlite.views import read_collections
 
@@ -52,8 +52,6 @@ SETTLE_AFTER = 0.5  # seconds without writes before in-memory segments are folde
 # Idle s since open or the last write before consolidation and graphs (> a script's pauses)
 GRAPH_AFTER = float(os.environ.get("RAGLOOM_GRAPH_AFTER", "15"))
 RESUME_AFTER = float(os.environ.get("RAGLOOM_RESUME_AFTER", "2"))  # open -> pending work
-RETIRED_GRACE = 60.0  # seconds a merged-away file stays for readers of older versions
-ORPHAN_AGE = 600.0  # files not in the manifest are removed once this old
 
 
 class Maintenance:
@@ -180,10 +178,10 @@ class Maintenance:
                 plan = merge_plan(view, self.factor, self.flush_rows)
                 if plan is not None:
                     return self._merge(view, *plan)
-            for idle_work in (self._settle, self._consolidate, self._build_graph):
+            for idle_work in (self._settle, self._flush_tail, self._consolidate, self._build_graph):
                 if any(idle_work(view) for view in views):
                     return True
-            self._clean_files()
+            clean_files(self.store)
             return False
 
     def outstanding(self) -> list[str]:
@@ -195,6 +193,8 @@ class Maintenance:
         for view in views:
             if flush_due(view, self.flush_rows):
                 due.append(f"{view.name}: flush")
+            elif tail_due(view, self.flush_rows):
+                due.append(f"{view.name}: flush the last chunks once writes pause")
             if merge_plan(view, self.factor, self.flush_rows) is not None:
                 due.append(f"{view.name}: merge")
             plan = consolidation_plan(view, self.consolidate_rows)
@@ -244,6 +244,16 @@ class Maintenance:
             self._defer(GRAPH_AFTER)
             return False
         return self._merge(view, *plan)
+
+    def _flush_tail(self, view: CollectionView) -> bool:
+        """Once writes pause, write the in-memory tail a bulk load left (below a flush) to a
+        file, so that consolidation can merge it and it gets a graph."""
+        if not tail_due(view, self.flush_rows):
+            return False
+        if self.idle_for() < GRAPH_AFTER:
+            self._defer(GRAPH_AFTER)
+            return False
+        return self._flush(view)
 
     def _settle(self, view: CollectionView) -> bool:
         """Once writes pause, fold the in-memory segments into one: the same version, read
@@ -366,35 +376,3 @@ class Maintenance:
         )
         write.touched.add(row.id)
         return current
-
-    def _clean_files(self) -> None:
-        """Delete files merged away long enough ago, and files no manifest lists."""
-        store = self.store
-        folder: Path = store.files.folder
-        if not folder.is_dir():
-            return
-        now = time.time()
-        with store.snapshot() as snap:
-            listed = {
-                name: retired_at
-                for name, retired_at in snap.conn.execute("SELECT name, retired_at FROM segments")
-            }
-        expired = [n for n, at in listed.items() if at is not None and now - at > RETIRED_GRACE]
-        for entry in folder.iterdir():
-            name = entry.name.split(".")[0]
-            try:
-                age = now - entry.stat().st_mtime
-            except OSError:
-                continue
-            orphan = name not in listed and age > ORPHAN_AGE
-            if name in expired or orphan:
-                with contextlib.suppress(OSError):
-                    entry.unlink()
-        if expired:
-            try:
-                with store.write() as write:
-                    write.conn.executemany(
-                        "DELETE FROM segments WHERE name = ?", [(n,) for n in expired]
-                    )
-            except StoreError:
-                pass
