@@ -53,4 +53,6 @@ def _scoring(
 ) -> tuple[list[topk.Target], topk.Stats]:
     """The segments to score (live, filtered) and this version's BM25 statistics."""
     stats = topk.Stats({t: bm25_idf(view.df(t), view.n_live) for t in set(terms)}, view.avgdl)
-    return [topk.Target(p.segment, p.eligible(where, where_key)) for p in view.parts], stats
+    filtered = where is not None
+    targets = [topk.Target(p.segment, p.eligible(where, where_key), filtered) for p in view.parts]
+    return targets, stats
