@@ -5,7 +5,8 @@ stage with `with timed("lexical"):`, a no-op when no timer runs (library calls t
 ask, bulk ingest). Stages nest and are exclusive: the time of a stage inside another (the
 query embedding inside the dense leg) is counted once, in the inner stage, so the stages
 add up to the total. The active timer lives in a context variable, so threads and tasks
-that run searches in parallel each fill their own.
+that run searches in parallel each fill their own; a leg run beside another on a second
+thread (`ragloom.retrieval.beside`) is charged the time the search waited for it.
 """
 
 from __future__ import annotations
@@ -55,6 +56,26 @@ class StageTimer:
         """Count the block's time (less its inner stages') to `name`; repeats add up."""
         return _Stage(self, name)
 
+    def waited(self, stages: dict[str, float], seconds: float) -> None:
+        """Count `seconds` spent waiting for work that ran beside this search (on another
+        thread, timed there by stage as `stages`, in the order they ended) to those stages,
+        the last ones first: each gets the part of its time the search did not overlap.
+        A stage fully overlapped still shows, at 0 ms; with no stages, the enclosing stage
+        keeps the time."""
+        if not stages:
+            return
+        stack = self._stack
+        if stack:
+            stack[-1][1] += seconds
+        left = seconds * 1000.0
+        for name, ms in reversed(list(stages.items())):
+            part = min(ms, left)
+            self.ms[name] = self.ms.get(name, 0.0) + part
+            left -= part
+        if left > 0:  # waiting on the thread's start and end: the last stage's
+            last = next(reversed(stages))
+            self.ms[last] += left
+
     def to_dict(self) -> dict[str, float]:
         """Milliseconds per stage that ran, in pipeline order, then `total`."""
         order = {name: i for i, name in enumerate(STAGES)}
@@ -99,3 +120,8 @@ class _Stage:
 def timed(stage: str) -> _Stage:
     """Count the block to `stage` of the active search's timer (nothing when none runs)."""
     return _Stage(_active.get(), stage)
+
+
+def active_timer() -> StageTimer | None:
+    """The timer of the search running in this context (None when none runs)."""
+    return _active.get()

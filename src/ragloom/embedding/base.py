@@ -32,6 +32,9 @@ class Embedder(ABC):
     dimension: int | None
     batch_size: int = 32
     dense_floor: float | None = None  # its dense-only floor, if known (embedding.floors)
+    # True when embedding mostly waits on another machine (a service), False when it computes
+    # here, on every core it can get (a local model): only the first is worth overlapping
+    remote: bool = False
 
     @abstractmethod
     def _embed_batch(self, texts: Sequence[str]) -> np.ndarray:

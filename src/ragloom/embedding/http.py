@@ -54,6 +54,7 @@ class HttpEmbedder(Embedder):
 
     provider = "http"
     path = ""
+    remote = True
 
     def __init__(
         self,

@@ -120,6 +120,10 @@ class Embedders:
                 self._queries[key] = vector
         return vector
 
+    def has_query(self, embedder: Embedder, text: str) -> bool:
+        """Whether the query's vector is remembered (no embedding to wait for)."""
+        return (embedder.name, text) in self._queries
+
     def remember_queries(self, embedder: Embedder, texts: Sequence[str]) -> None:
         """Embed the queries not yet remembered in one call (query variants)."""
         missing = [t for t in dict.fromkeys(texts) if (embedder.name, t) not in self._queries]
@@ -144,6 +148,12 @@ class QueryVectors:
     def __init__(self, models: Embedders) -> None:
         self.models = models
         self._failed: dict[tuple[str, str], EmbeddingError] = {}
+
+    def waits(self, embedder: Embedder, text: str) -> bool:
+        """Whether getting the query's vector means embedding it now."""
+        return (embedder.name, text) not in self._failed and not self.models.has_query(
+            embedder, text
+        )
 
     def get(self, embedder: Embedder, text: str) -> np.ndarray:
         key = (embedder.name, text)

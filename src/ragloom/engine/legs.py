@@ -41,6 +41,7 @@ class Legs:
     dense_floor: float | None = None  # the model's floor for dense-only hits (embedding.floors)
     ceiling: Callable[[str], float | None] | None = None  # query -> its BM25 ceiling
     profile: dict[str, Any] | None = None  # the collection's probe profile (adaptive fusion)
+    dense_beside: Callable[[str], bool] | None = None  # query -> run dense beside lexical?
 
 
 def collection_legs(
@@ -85,6 +86,16 @@ def collection_legs(
             vector = vectors.get(embedder, text)  # type: ignore[arg-type]
             return reader.dense(vector, depth, node, key)
 
+    def beside(text: str) -> bool:
+        """Whether the dense leg is worth a second core (`ragloom.retrieval.beside`): a
+        query a service must embed (the lexical leg scores while it answers), or a vector at
+        hand searched in every chunk's graph (no filter). A local model embedding the query
+        uses every core itself, and a filtered leg scans few vectors: the thread would cost
+        more than it overlaps (SciFact, local model: 0.95x)."""
+        if vectors.waits(embedder, text):  # type: ignore[arg-type]
+            return bool(getattr(embedder, "remote", False))
+        return node is None
+
     def ceiling(text: str) -> float | None:
         words = terms if text == query else tokenizer.terms(text)
         return query_ceiling(reader, words, bm25)
@@ -109,6 +120,7 @@ def collection_legs(
         dense_floor_of(stored_model),
         ceiling,
         config.fusion_profile or None,
+        beside if has_dense else None,
     )
 
 

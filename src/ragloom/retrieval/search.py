@@ -1,12 +1,12 @@
 """One search as configuration: which legs run, how they fuse, what is dropped.
 
 `rank` is the pipeline's core. It takes the legs as functions so that it stays free of
-storage and models: legs -> fuse -> thresholds -> top-k, and reports degradation.
-"""
+storage and models: legs -> fuse -> thresholds -> top-k, and reports degradation."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -26,6 +26,7 @@ from ragloom.filters import (
 )
 from ragloom.lexical import BM25Params
 from ragloom.retrieval import adaptive, controls, fusion, pipeline
+from ragloom.retrieval.beside import Beside
 from ragloom.retrieval.controls import MISSING_POLICIES, BoostRule, MetadataOf
 from ragloom.retrieval.fusion import DEFAULT_FUSION, DEFAULT_NORMALIZATION
 from ragloom.retrieval.pipeline import DENSE, LEXICAL, Candidate
@@ -290,12 +291,14 @@ def fuse_legs(
     dense_floor: float | None = None,
     ceiling: Ceiling | None = None,
     profile: Mapping[str, Any] | None = None,
+    beside: Callable[[str], bool] | None = None,
 ) -> Ranking:
     """The legs and their fusion (with the weak dense-only hits dropped: below the options'
     floor, else the model's `dense_floor`), before `refine`. A search of one leg scores its
     hits by that leg's share (`ragloom.retrieval.adaptive`): BM25 over the query's ceiling,
     or the cosine (0 when negative); the leg's raw score stays in `lexical_score` /
-    `dense_score`."""
+    `dense_score`. `beside(query)` says whether a hybrid search runs its dense leg on
+    another core while the lexical leg scores (`ragloom.retrieval.beside`)."""
     mode = options.mode or ("hybrid" if dense is not None else "lexical")
     if mode != "lexical" and dense is None:
         raise NeedsVectors(
@@ -306,47 +309,48 @@ def fuse_legs(
         return Ranking([], mode)  # floor ranked every chunk for "???", at cosine about 0)
     deep = mode == "hybrid" or options.reorders
     depth = options.pool_depth if deep else options.top_k
-    degraded, reason = False, None
-    floor, below = None, 0
-    top = None
+    degraded, reason, floor, below, top = False, None, None, 0, None
     if not deep:  # one leg cut at top k: fetch the ties at the cut too (one total order)
         lexical = _through_ties(lexical, options.top_k)
         dense = _through_ties(dense, options.top_k) if dense is not None else None
-    if mode == "dense":
-        ranked = adaptive.alone_ranked(DENSE, dense(query, depth), None)  # type: ignore[misc]
-    else:
-        found = lexical(query, depth)
-        with timed("lexical"):  # the query's BM25 ceiling: its terms' document frequencies
-            top = ceiling(query) if ceiling is not None else None
-        if mode == "lexical":
-            ranked = adaptive.alone_ranked(LEXICAL, found, top)
-    if mode == "hybrid":
-        try:
-            answer = dense(query, depth)  # type: ignore[misc]
-        except EmbeddingError as exc:
-            if options.strict:
-                raise
-            degraded, reason = True, f"{exc.code}: {exc.message}"
-            ranked = adaptive.alone_ranked(LEXICAL, found, top)  # the lexical leg alone answers
+    started = bool(mode == "hybrid" and beside and beside(query))
+    later = Beside(dense, query, depth, start=started) if mode == "hybrid" else None
+    with later or nullcontext():
+        if mode == "dense":
+            ranked = adaptive.alone_ranked(DENSE, dense(query, depth), None)  # type: ignore[misc]
         else:
-            with timed("fusion"):
-                ranked = fusion.fuse_legs_ranked(
-                    found,
-                    answer,
-                    options.fusion,
-                    options.rrf_k,
-                    options.weights,
-                    options.normalization,
-                    _preference_scorer(options, metadata_of),
-                    top,
-                    profile,
-                )
-                floor = options.min_dense_similarity
-                floor = dense_floor if floor is None else floor
-                if floor is not None:
-                    fused = len(ranked)
-                    ranked = pipeline.drop_weak_dense_only(ranked, floor)
-                    below = fused - len(ranked)
+            found = lexical(query, depth)
+            with timed("lexical"):  # the query's BM25 ceiling: its terms' document frequencies
+                top = ceiling(query) if ceiling is not None else None
+            if mode == "lexical":
+                ranked = adaptive.alone_ranked(LEXICAL, found, top)
+        if mode == "hybrid":
+            try:
+                answer = later.result()  # type: ignore[union-attr]
+            except EmbeddingError as exc:
+                if options.strict:
+                    raise
+                degraded, reason = True, f"{exc.code}: {exc.message}"
+                ranked = adaptive.alone_ranked(LEXICAL, found, top)  # the lexical leg alone answers
+            else:
+                with timed("fusion"):
+                    ranked = fusion.fuse_legs_ranked(
+                        found,
+                        answer,
+                        options.fusion,
+                        options.rrf_k,
+                        options.weights,
+                        options.normalization,
+                        _preference_scorer(options, metadata_of),
+                        top,
+                        profile,
+                    )
+                    floor = options.min_dense_similarity
+                    floor = dense_floor if floor is None else floor
+                    if floor is not None:
+                        fused = len(ranked)
+                        ranked = pipeline.drop_weak_dense_only(ranked, floor)
+                        below = fused - len(ranked)
     return Ranking(ranked, mode, degraded, reason, floor=floor, below_floor=below)
 
 
