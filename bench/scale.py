@@ -10,7 +10,10 @@ count the indexing calls, not generating the texts). Each phase runs in its own 
 closed without optimize(), then reopened; searched at once, and again once the background
 work the opener resumed (flushes, merges, graphs) is done. In the same run, the peers:
 embedded Qdrant (qdrant-edge-py: BM25 sparse vectors, HNSW, payload filters; optimized, its
-steady state) for every query kind, SQLite FTS5 over the same texts, bm25s indexing and
+steady state; warmed by one untimed pass of the query mix, as ragloom's settled figures come
+after its at-open pass) for every query kind, its hits carrying their text and metadata as
+ragloom's do, then again with ids and scores only beside ragloom's `Index.rank` (a second
+table), SQLite FTS5 over the same texts, bm25s indexing and
 searching the same texts (lexical queries), and exact numpy search over the same vectors;
 `--peers` picks some of them. Prints tables.
 """
@@ -217,7 +220,12 @@ def report(
             None,
         )
     console.print(table)
-    console.print("r: dense recall@10 against exact search with the same filter")
+    console.print(
+        "r: dense recall@10 against exact search with the same filter. Hits carry their text "
+        "and metadata on both sides (ragloom's Index.search; Qdrant with its payload)"
+    )
+    if qdrant:
+        ids_only(n, serve, peer_q)
     facts = Table(title=f"{n:,} chunks: build, open, memory, writes")
     facts.add_column("what")
     facts.add_column("figure")
@@ -278,6 +286,30 @@ def report(
     for name, value in disk.items():
         facts.add_row(f"bytes/chunk: {name}", f"{value:,.0f}")
     console.print(facts)
+
+
+def ids_only(n: int, serve: dict, peer_q: dict) -> None:
+    """The settled query mix answered with ids and scores only: ragloom's `Index.rank` (no
+    chunk text read) beside Qdrant asked for no payload."""
+    table = Table(
+        title=f"{n:,} chunks, settled, ids and scores only: ms p50 / p95; ratio = Qdrant p50 / "
+        "ragloom p50"
+    )
+    for column in ("query", "filter", "ragloom Index.rank", "Qdrant, no payload", "ratio"):
+        table.add_column(column)
+    for fname in ("none", "1%", "0.1%"):
+        for kind in ("lexical very common", "lexical common", "lexical rare", "dense", "hybrid"):
+            key = f"{kind} {fname} ids"
+            ours, theirs = serve.get(key), peer_q.get(key)
+            if ours and theirs:
+                table.add_row(
+                    kind,
+                    fname,
+                    f"{_p(ours, 50)} / {_p(ours, 95)}",
+                    f"{_p(theirs, 50)} / {_p(theirs, 95)}",
+                    _ratio(theirs, ours),
+                )
+    console.print(table)
 
 
 def main() -> None:

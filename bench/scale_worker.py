@@ -19,6 +19,7 @@ from scale_qdrant import build_qdrant, serve_qdrant
 
 from ragloom import Document, Index
 from ragloom.engine.calibration import stale_collections
+from ragloom.engine.options import search_options
 
 BATCH = 10_000
 
@@ -119,6 +120,34 @@ def _latency(index: Index, query: str, **kw) -> tuple[float, list]:
     return (time.perf_counter() - started) * 1000, hits
 
 
+def _ids_latency(index: Index, query: str, **kw) -> float:
+    """`Index.rank`: the top 10 as row ids with scores and provenance, no chunk text read
+    (what embedded Qdrant answers when asked for no payload)."""
+    started = time.perf_counter()
+    index.rank(query, search_options(10, **kw))
+    return (time.perf_counter() - started) * 1000
+
+
+def ids_mix(index: Index, n: int, corpus: Corpus) -> dict:
+    """`query_mix`'s latencies with ids and scores only (keys end in " ids")."""
+    words = {label: " ".join(terms) for label, terms in query_words(corpus).items()}
+    filters = {"none": None, "1%": {"group": 7}, "0.1%": {"shard": 123}}
+    texts = [corpus.texts(n + 1000 + 37 * i, 1)[0] for i in range(40)]
+    out: dict = {}
+    for fname, spec in filters.items():
+        for label, query in words.items():
+            out[f"lexical {label} {fname} ids"] = [
+                _ids_latency(index, query, mode="lexical", filters=spec) for _ in texts
+            ]
+        out[f"dense {fname} ids"] = [
+            _ids_latency(index, text, mode="dense", filters=spec) for text in texts
+        ]
+        out[f"hybrid {fname} ids"] = [
+            _ids_latency(index, " ".join(t.split()[:8]), filters=spec) for t in texts
+        ]
+    return out
+
+
 def query_mix(index: Index, n: int, corpus: Corpus, table: np.ndarray) -> dict:
     """Latencies (ms) of every query kind and filter, and dense recall@10 against exact."""
     words = {label: " ".join(terms) for label, terms in query_words(corpus).items()}
@@ -177,6 +206,7 @@ def serve(path: Path, n: int, cache: Path) -> dict:
         "at_open": at_open,
         "segments": index.stats()["collections"]["default"]["segments"],
         **query_mix(index, n, corpus, table),
+        **ids_mix(index, n, corpus),
     }
     results.update(_rss())
     index.close()
