@@ -23,12 +23,20 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from ragloom.retrieval.pipeline import DENSE, LEXICAL, Candidate, _candidate, evolve, tie_ranks
+from ragloom.retrieval.pipeline import (
+    _DEFAULTS,
+    DENSE,
+    LEXICAL,
+    Candidate,
+    _candidate,
+    evolve,
+    tie_ranks,
+)
 
 ADAPTIVE = "adaptive"
 SHARPNESS = 3.0  # how strongly the probes' MRR ratio tilts a collection's weights
@@ -89,12 +97,13 @@ def collection_dense_weight(profile: Mapping[str, Any] | None) -> tuple[float, s
 
 def support(own: Sequence[int], other: Sequence[int], depth: int = SUPPORT_DEPTH) -> float:
     """How high `other` ranks the first `depth` rows of `own`: the rank-discounted mean of
-    1 / log2(1 + rank in other), 0 for a row `other` does not hold (0 when `own` is empty)."""
+    1 / log2(1 + rank in other), 0 for a row `other` does not hold (0 when `own` is empty;
+    a row `other` holds twice counts at its last rank)."""
     head = list(own[:depth])
     if not head:
         return 0.0
-    position = {row: i for i, row in enumerate(other, start=1)}
-    discounts = [1.0 / math.log2(i + 1) for i in range(1, len(head) + 1)]
+    position = dict(zip(other, range(1, len(other) + 1)))
+    discounts = _DISCOUNTS[: len(head)] if depth <= SUPPORT_DEPTH else _discounts(len(head))
     got = sum(
         d * (1.0 / math.log2(position[row] + 1) if row in position else 0.0)
         for d, row in zip(discounts, head)
@@ -102,20 +111,29 @@ def support(own: Sequence[int], other: Sequence[int], depth: int = SUPPORT_DEPTH
     return got / sum(discounts)
 
 
+def _discounts(count: int) -> list[float]:
+    return [1.0 / math.log2(i + 1) for i in range(1, count + 1)]
+
+
+_DISCOUNTS = _discounts(SUPPORT_DEPTH)
+
+
 def query_weights(
     lexical_rows: Sequence[int],
     dense_rows: Sequence[int],
     profile: Mapping[str, Any] | None,
     caller: Mapping[str, float] | None = None,
+    ceiling: float | None = None,
 ) -> QueryWeights:
     """The legs' weights for one query (they sum to 1). Weights the caller gave are used as
-    they are (scaled to sum to 1), without adapting."""
+    they are (scaled to sum to 1), without adapting. `ceiling`, the query's most BM25, is
+    carried along for `explain`."""
     if caller and (caller.get(LEXICAL) is not None or caller.get(DENSE) is not None):
         lexical = float(caller.get(LEXICAL, 0.0) or 0.0)
         dense = float(caller.get(DENSE, 0.0) or 0.0)
         total = lexical + dense
         share = NEUTRAL if total <= 0 else dense / total
-        return QueryWeights(1.0 - share, share, "caller", share)
+        return QueryWeights(1.0 - share, share, "caller", share, ceiling=ceiling)
     base, basis = collection_dense_weight(profile)
     lexical_support = support(lexical_rows, dense_rows)
     dense_support = support(dense_rows, lexical_rows)
@@ -129,6 +147,7 @@ def query_weights(
         lexical_support,
         dense_support,
         profile if basis == "probes" else None,
+        ceiling,
     )
 
 
@@ -178,8 +197,8 @@ def adaptive_fusion(
     score, all divided by 1 + w_metadata so the score stays in [0, 1]); best first."""
     lexical = list(legs.get(LEXICAL, ()))
     dense = list(legs.get(DENSE, ()))
-    chosen = query_weights([c.row_id for c in lexical], [c.row_id for c in dense], profile, weights)
-    chosen = replace(chosen, ceiling=ceiling)
+    rows = [c.row_id for c in lexical], [c.row_id for c in dense]
+    chosen = query_weights(*rows, profile, weights, ceiling)
     meta_weight = float((weights or {}).get("metadata", 0.0) or 0.0)
     shares: dict[str, dict[int, float]] = {}
     floors: dict[str, float] = {}
@@ -251,11 +270,18 @@ def fuse_ranked(
     """`adaptive_fusion` of the two legs' answers as the hot path runs it: the same
     candidates in the same order (`fusion._merge` of each leg's `leg_candidates`, then
     `adaptive_fusion`), each built once from plain values instead of three times (a leg
-    candidate, a merged one, a fused one: about 300 a hybrid query)."""
-    lex_rows, lex_scores = lexical[0].tolist(), lexical[1].tolist()
-    den_rows, den_scores = dense[0].tolist(), dense[1].tolist()
-    chosen = replace(query_weights(lex_rows, den_rows, profile, weights), ceiling=ceiling)
+    candidate, a merged one, a fused one: about 300 a hybrid query).
+
+    A plain query (no metadata preferences, no row twice in a leg) merges, blends and
+    orders its rows as arrays (`_fuse_distinct`); the rest take the general path."""
+    lex_rows, den_rows = lexical[0].tolist(), dense[0].tolist()
+    chosen = query_weights(lex_rows, den_rows, profile, weights, ceiling)
+    if metadata_scores is None:
+        fused = _fuse_distinct(lexical, dense, lex_rows, den_rows, chosen)
+        if fused is not None:
+            return fused
     meta_weight = float((weights or {}).get("metadata", 0.0) or 0.0)
+    lex_scores, den_scores = lexical[1].tolist(), dense[1].tolist()
     lex_values = lexical_shares(np.array(lex_scores, np.float64), ceiling)
     den_values = dense_shares(np.array(den_scores, np.float64))
     lex_floor = float(lex_values.min()) if len(lex_values) else 0.0
@@ -300,3 +326,70 @@ def fuse_ranked(
         )
         out.append(_candidate(values))
     return sorted(out, key=lambda c: -c.score)
+
+
+def _fuse_distinct(
+    lexical: Ranked,
+    dense: Ranked,
+    lex_rows: list[int],
+    den_rows: list[int],
+    chosen: QueryWeights,
+) -> list[Candidate] | None:
+    """`fuse_ranked` without metadata preferences, column by column: the merged rows (the
+    lexical ones, then the dense ones not among them), their shares (a leg's floor where it
+    did not find a row), the blend and a stable best-first order, then each candidate built
+    in that order from one dict. None when a leg holds a row twice (the general path keeps
+    `_merge`'s rules for that)."""
+    den_at = dict(zip(den_rows, range(len(den_rows))))
+    if len(den_at) < len(den_rows) or len(set(lex_rows)) < len(lex_rows):
+        return None
+    lex_scores, den_scores = lexical[1].tolist(), dense[1].tolist()
+    lex_values = lexical_shares(np.array(lex_scores, np.float64), chosen.ceiling)
+    den_values = dense_shares(np.array(den_scores, np.float64))
+    lex_floor = float(lex_values.min()) if len(lex_values) else 0.0
+    den_floor = float(den_values.min()) if len(den_values) else 0.0
+    lex_ranks, den_ranks = tie_ranks(lexical[1]), tie_ranks(dense[1])
+    den_entry = [den_at.pop(row, -1) for row in lex_rows]  # each lexical row's dense entry
+    den_entry += den_at.values()  # then the dense entries no lexical row holds, in order
+    lexical_count = len(lex_rows)
+    lex_share_of = lex_values.tolist() + [lex_floor] * (len(den_entry) - lexical_count)
+    dense_of = den_values.tolist()
+    den_share_of = [den_floor if j < 0 else dense_of[j] for j in den_entry]
+    weight_lexical, weight_dense = chosen.lexical, chosen.dense
+    totals_of = [
+        weight_lexical * lex + weight_dense * den for lex, den in zip(lex_share_of, den_share_of)
+    ]
+    total = sum(totals_of)
+    if total == total:  # stable, as sorting by -score: equal totals keep the merge order
+        order = sorted(range(len(totals_of)), key=totals_of.__getitem__, reverse=True)
+    else:  # NaN has no order: sort exactly as adaptive_fusion does
+        order = sorted(range(len(totals_of)), key=lambda i: -totals_of[i])
+    template = {**_DEFAULTS, "fused_by": ADAPTIVE, "fusion_detail": chosen}
+    new, assign = object.__new__, object.__setattr__
+    out = []
+    for m in order:  # a dict copied and filled beats a dict display by a third here
+        values = template.copy()
+        j = den_entry[m]
+        if m < lexical_count:
+            row, match = lex_rows[m], LEXICAL
+            values["lexical_rank"] = lex_ranks[m]
+            values["lexical_score"] = lex_scores[m]
+            if j >= 0:
+                match = "both"
+                values["dense_rank"] = den_ranks[j]
+                values["dense_score"] = den_scores[j]
+        else:
+            row, match = den_rows[j], DENSE
+            values["dense_rank"] = den_ranks[j]
+            values["dense_score"] = den_scores[j]
+        total = totals_of[m]
+        values["fused_score"] = total
+        values["lexical_share"] = lex_share_of[m]
+        values["dense_share"] = den_share_of[m]
+        values["row_id"] = row  # the last three in `_candidate`'s order of keys
+        values["score"] = total
+        values["match"] = match
+        cand = new(Candidate)
+        assign(cand, "__dict__", values)
+        out.append(cand)
+    return out
