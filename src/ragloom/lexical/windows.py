@@ -9,10 +9,11 @@ summed). A window whose bound stays below the k-th best score so far is skipped 
 bounds keep failing to skip, they are checked on ever fewer windows (up to one in CHECKS), as
 they only cost then. Otherwise every posting in it is added into a window-sized score buffer,
 term by term in query order, from 0.0 (the additions `ragloom.lexical.topk._score_all` makes,
-so the scores are equal to the last bit), and the buffer is read for the top k at the chunks of
-the essential terms (`ragloom.lexical.maxscore`: no other chunk can reach the k-th score). The
-buffer stays in the first-level cache, where the exhaustive kernel's segment-sized score array
-does not, and reading it needs no branch on whether a chunk matched at all.
+so the scores are equal to the last bit). The buffer is then counted for scores at or above the
+score to enter (a branch-free pass the compiler vectorizes) and read chunk by chunk only when
+some are: cheaper than reading it at every posting of the terms that can still bring a chunk
+in. It stays in the first-level cache (4 KB), where the exhaustive kernel's segment-sized score
+array does not, and its index and the postings' are unsigned (no negative-index wraparound).
 
 Bounds are summed in another order than scores: a window is skipped only when its bound falls
 `cursors.MARGIN` (relative) below the k-th score. The result is every eligible chunk scoring
@@ -25,7 +26,7 @@ import numpy as np
 
 from ragloom.lexical import cursors
 
-WINDOW = 128  # chunks per window
+WINDOW = 512  # chunks per window (its score buffer: 4 KB)
 CHECKS = 32  # at most this many windows go unchecked after bounds that kept failing
 COMPILED = ("scan", "offer")
 
@@ -36,22 +37,19 @@ def windows(docs, lo, hi, waddr, bmax, boff, n, eligible, filtered, k, theta0): 
     here): every eligible chunk at or above the k-th best score and `theta0`, ties kept."""
     T = lo.shape[0]
     count = hi - lo
-    order, prefix = cursors.bounds(bmax, boff, T)
+    _, prefix = cursors.bounds(bmax, boff, T)
     found = cursors.start(count, n, k, theta0, prefix, 0)
-    scan(docs, lo, count, waddr, bmax, boff, n, eligible, filtered, order, found)
+    scan(docs, lo, count, waddr, bmax, boff, n, eligible, filtered, found)
     heap, _, cand_docs, cand_scores, state = found[:5]
     return cursors.at_floor(cand_docs, cand_scores, state[1], heap, state[0], k)
 
 
-def scan(
-    docs, lo, count, waddr, bmax, boff, n, eligible, filtered, order, found
-):  # pragma: no cover
+def scan(docs, lo, count, waddr, bmax, boff, n, eligible, filtered, found):  # pragma: no cover
     """The windows in order: skipped on their bound, else added up and read (one function:
     numba keeps reference counts on arrays passed to a function, too dear per window)."""
     T = lo.shape[0]
-    limits, state = found[5], found[4]
+    limits = found[5]
     pos = np.zeros(T, np.int64)  # each term's cursor, relative to lo[q]
-    start = np.zeros(T, np.int64)  # ... at the window's start
     edge = np.zeros(T, np.int64)  # ... its last posting before the window's end (-1: none)
     buf = np.zeros(WINDOW, np.float64)
     wait, gap = 0, 0  # windows left unchecked; how many after the next failed check
@@ -95,25 +93,24 @@ def scan(
                             last = mid
                     pos[q] = first
                 continue
+        u0, u1 = np.uint64(w0), np.uint64(w1)
         for q in range(T):  # exact: every posting, term by term in query order
             p, n_q, base, wa = pos[q], count[q], lo[q], waddr[q]
-            start[q] = p
-            while p < n_q:
-                d = np.int64(docs[base + p])
-                if d >= w1:
+            while p < n_q:  # (unsigned indexes: no wraparound test per posting)
+                d = np.uint64(docs[np.uint64(base + p)])
+                if d >= u1:
                     break
-                buf[d - w0] += cursors.weights_at(wa, p)
+                buf[d - u0] += cursors.weights_at(wa, p)
                 p += 1
             pos[q] = p
-        for i in range(state[2], T):  # read at the essential terms' chunks: no other can enter
-            q = order[i]
-            for p in range(start[q], pos[q]):
-                j = np.int64(docs[lo[q] + p]) - w0
+        enter = limits[1]
+        hits = 0
+        for j in range(WINDOW):  # any chunk to read? (vectorized: no branch per chunk)
+            hits += buf[j] >= enter
+        if hits > 0:
+            for j in range(WINDOW):
                 s = buf[j]
-                if s < limits[1]:  # (also a chunk already read: its slot is zeroed)
-                    continue
-                buf[j] = 0.0
-                if not filtered or eligible[w0 + j]:
+                if s >= limits[1] and (not filtered or eligible[w0 + j]):
                     offer(found, w0 + j, s)
         buf[:] = 0.0
 
