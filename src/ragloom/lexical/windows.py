@@ -48,6 +48,8 @@ def scan(docs, lo, count, waddr, bmax, boff, n, eligible, filtered, found):  # p
     """The windows in order: skipped on their bound, else added up and read (one function:
     numba keeps reference counts on arrays passed to a function, too dear per window)."""
     T = lo.shape[0]
+    if T == 0:
+        return
     limits = found[5]
     pos = np.zeros(T, np.int64)  # each term's cursor, relative to lo[q]
     edge = np.zeros(T, np.int64)  # ... its last posting before the window's end (-1: none)
@@ -94,7 +96,15 @@ def scan(docs, lo, count, waddr, bmax, boff, n, eligible, filtered, found):  # p
                     pos[q] = first
                 continue
         u0, u1 = np.uint64(w0), np.uint64(w1)
-        for q in range(T):  # exact: every posting, term by term in query order
+        p, n_q, base, wa = pos[0], count[0], lo[0], waddr[0]
+        while p < n_q:  # the first term is stored (0.0 + w is w: the same bits, no load)
+            d = np.uint64(docs[np.uint64(base + p)])
+            if d >= u1:
+                break
+            buf[d - u0] = cursors.weights_at(wa, p)
+            p += 1
+        pos[0] = p
+        for q in range(1, T):  # exact: every posting, term by term in query order
             p, n_q, base, wa = pos[q], count[q], lo[q], waddr[q]
             while p < n_q:  # (unsigned indexes: no wraparound test per posting)
                 d = np.uint64(docs[np.uint64(base + p)])
