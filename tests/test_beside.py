@@ -3,6 +3,7 @@ never outlives its block, that results do not change, and how its time is report
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from pathlib import Path
@@ -195,3 +196,26 @@ def test_time_waited_goes_to_the_stages_that_ran_beside_the_last_first() -> None
     parts = sum(v for k, v in ms.items() if k != "total")
     assert parts == pytest.approx(ms["total"], abs=0.05)
     assert beside_module.enabled()
+
+
+def test_a_forked_child_runs_its_legs_on_its_own_workers() -> None:
+    with Beside(lambda: 1) as later:  # the parent's pool exists now
+        assert later.in_background and later.result() == 1
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: the parent's worker threads are gone
+        try:
+            with Beside(lambda: threading.current_thread().name) as later:
+                name = later.result()
+            os.write(write, name.encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    deadline = time.monotonic() + 20
+    while os.waitpid(pid, os.WNOHANG) == (0, 0):
+        if time.monotonic() > deadline:  # a task handed to the parent's threads never runs
+            os.kill(pid, 9)
+            os.waitpid(pid, 0)
+            pytest.fail("the forked child's leg never ran")
+        time.sleep(0.05)
+    assert os.read(read, 100).decode().startswith("ragloom-leg")

@@ -42,6 +42,17 @@ def _workers() -> ThreadPoolExecutor:
         return _pool
 
 
+def _forget_workers() -> None:
+    """In a forked child: the parent's worker threads do not exist there (a task handed to
+    them would never run), so the child starts its own pool when it first needs one."""
+    global _pool, _free, _pool_lock
+    _pool, _free, _pool_lock = None, threading.BoundedSemaphore(WORKERS), threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_workers)
+
+
 class Beside(Generic[T]):
     """`fn(*args)` started on a worker thread when one is free and `start` is true (else
     run by `result`, in the caller's thread), in a copy of the caller's context. Use as a

@@ -1,0 +1,76 @@
+"""A hybrid query's legs one after the other vs beside each other (ragloom.retrieval.beside).
+
+Usage: python bench/legs_beside.py INDEX [--queries 400] [--rounds 2]
+       [--cache /tmp/ragloom-scale/cache]
+
+INDEX is a settled bench/scale.py index (its size is read from its name, scale-N.db). One
+read-only process, `RAGLOOM_PARALLEL_LEGS` 0 and 1 alternating query by query (the order
+swapped every other query), hybrid queries of 8 words with their vectors at hand, unfiltered
+and with a 1 % filter (which stays in line by design: the row shows what deciding costs).
+Prints p50 and p95 per mode and the ratio (above 1: beside is faster). The gain needs a free
+core: on a machine whose other cores are busy both modes take the same time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+from rich.console import Console
+from rich.table import Table
+
+sys.path.insert(0, str(Path(__file__).parent))
+from scale_data import BenchEmbedder, Corpus  # noqa: E402
+
+from ragloom import Index  # noqa: E402
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("index", type=Path)
+    parser.add_argument("--queries", type=int, default=400)
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--cache", type=Path, default=Path("/tmp/ragloom-scale/cache"))
+    args = parser.parse_args()
+    found = re.search(r"scale-(\d+)\.db$", args.index.name)
+    if not found:
+        parser.error("INDEX must be a bench/scale.py index named scale-N.db")
+    n = int(found.group(1))
+    corpus = Corpus()
+    table = corpus.vector_table(n + 100_000, args.cache)
+    index = Index(args.index, embedder=BenchEmbedder(corpus, table=table), read_only=True)
+    index.warm()
+    texts = [" ".join(corpus.texts(n + 1000 + 37 * i, 1)[0].split()[:8]) for i in range(40)]
+    out = Table(title=f"{n:,} chunks: hybrid p50 / p95 ms, legs in line vs beside")
+    for column in ("round", "filter", "in line", "beside", "in line / beside"):
+        out.add_column(column)
+    for round_ in range(args.rounds):
+        for label, spec in (("none", None), ("1%", {"group": 7})):
+            times: dict[str, list[float]] = {"0": [], "1": []}
+            for text in texts:  # warm, and every query vector at hand
+                index.search(text, top_k=10, filters=spec)
+            for i in range(args.queries):
+                for mode in ("0", "1") if i % 2 else ("1", "0"):
+                    os.environ["RAGLOOM_PARALLEL_LEGS"] = mode
+                    started = time.perf_counter()
+                    index.search(texts[i % len(texts)], top_k=10, filters=spec)
+                    times[mode].append((time.perf_counter() - started) * 1000)
+            line, beside = (np.array(times[m]) for m in ("0", "1"))
+            out.add_row(
+                str(round_),
+                label,
+                f"{np.median(line):.2f} / {np.percentile(line, 95):.2f}",
+                f"{np.median(beside):.2f} / {np.percentile(beside, 95):.2f}",
+                f"{np.median(line) / np.median(beside):.2f}x",
+            )
+    index.close()
+    Console(width=120).print(out)
+
+
+if __name__ == "__main__":
+    main()
