@@ -13,9 +13,10 @@ embedded Qdrant (qdrant-edge-py: BM25 sparse vectors, HNSW, payload filters; opt
 steady state; warmed by one untimed pass of the query mix, as ragloom's settled figures come
 after its at-open pass) for every query kind, its hits carrying their text and metadata as
 ragloom's do, then again with ids and scores only beside ragloom's `Index.rank` (a second
-table), SQLite FTS5 over the same texts, bm25s indexing and
-searching the same texts (lexical queries), and exact numpy search over the same vectors;
-`--peers` picks some of them. Prints tables.
+table); on both sides the exact searches for dense recall run after each timed loop (between
+queries they would evict the caches the next query reads), SQLite FTS5 over the same
+texts, bm25s indexing and searching the same texts (lexical queries), and exact numpy search
+over the same vectors; `--peers` picks some of them. Prints tables.
 """
 
 from __future__ import annotations

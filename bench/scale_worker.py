@@ -162,12 +162,15 @@ def query_mix(index: Index, n: int, corpus: Corpus, table: np.ndarray) -> dict:
             results[f"lexical {label} {fname}"] = [
                 _latency(index, query, mode="lexical", filters=spec)[0] for _ in queries
             ]
-        times, recall = [], []
-        for q, text in zip(queries, texts):
+        times, found = [], []
+        for text in texts:  # the exact searches for recall run after: they would evict caches
             took, hits = _latency(index, text, mode="dense", filters=spec)
             times.append(took)
-            exact = exact_topk(table[:n], table[q], 10, masks[fname])
-            recall.append(len({int(h.document_id[1:]) for h in hits} & set(exact.tolist())) / 10)
+            found.append({int(h.document_id[1:]) for h in hits})
+        recall = [
+            len(got & set(exact_topk(table[:n], table[q], 10, masks[fname]).tolist())) / 10
+            for q, got in zip(queries, found)
+        ]
         results[f"dense {fname}"] = times
         results[f"dense recall {fname}"] = float(np.mean(recall))
         results[f"hybrid {fname}"] = [
@@ -185,7 +188,9 @@ def _pending(index: Index) -> list[str]:
 
 def serve(path: Path, n: int, cache: Path) -> dict:
     """Open the index as built (closed without optimize), search at once, then again once
-    the background work the opener resumed has finished: the state a user gets."""
+    the background work the opener resumed has finished (after one untimed pass, as
+    embedded Qdrant gets: the merged files and new graphs are first read by it): the state
+    a user gets."""
     corpus = Corpus()
     started = time.perf_counter()
     index = _open(path, corpus, cache, n)
@@ -200,6 +205,7 @@ def serve(path: Path, n: int, cache: Path) -> dict:
     while _pending(index) and time.perf_counter() - started < 3600:
         time.sleep(0.2)
     settled_s = time.perf_counter() - started
+    query_mix(index, n, corpus, table)  # one untimed pass over the settled files, as for Qdrant
     results: dict = {
         "open_s": open_s,
         "settled_s": settled_s,
