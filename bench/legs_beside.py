@@ -17,7 +17,6 @@ import argparse
 import os
 import re
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -25,6 +24,7 @@ from rich.console import Console
 from rich.table import Table
 
 sys.path.insert(0, str(Path(__file__).parent))
+from interleave import alternate, spread  # noqa: E402
 from scale_data import BenchEmbedder, Corpus  # noqa: E402
 
 from ragloom import Index  # noqa: E402
@@ -51,21 +51,21 @@ def main() -> None:
         out.add_column(column)
     for round_ in range(args.rounds):
         for label, spec in (("none", None), ("1%", {"group": 7})):
-            times: dict[str, list[float]] = {"0": [], "1": []}
             for text in texts:  # warm, and every query vector at hand
                 index.search(text, top_k=10, filters=spec)
-            for i in range(args.queries):
-                for mode in ("0", "1") if i % 2 else ("1", "0"):
-                    os.environ["RAGLOOM_PARALLEL_LEGS"] = mode
-                    started = time.perf_counter()
-                    index.search(texts[i % len(texts)], top_k=10, filters=spec)
-                    times[mode].append((time.perf_counter() - started) * 1000)
-            line, beside = (np.array(times[m]) for m in ("0", "1"))
+
+            def search(i: int, mode: str, spec=spec) -> None:
+                os.environ["RAGLOOM_PARALLEL_LEGS"] = mode
+                index.search(texts[i % len(texts)], top_k=10, filters=spec)
+
+            line, beside = alternate(
+                lambda i: search(i, "0"), lambda i: search(i, "1"), args.queries
+            )
             out.add_row(
                 str(round_),
                 label,
-                f"{np.median(line):.2f} / {np.percentile(line, 95):.2f}",
-                f"{np.median(beside):.2f} / {np.percentile(beside, 95):.2f}",
+                spread(line),
+                spread(beside),
                 f"{np.median(line) / np.median(beside):.2f}x",
             )
     index.close()

@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import re
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -27,6 +26,7 @@ from rich.console import Console
 from rich.table import Table
 
 sys.path.insert(0, str(Path(__file__).parent))
+from interleave import alternate, spread  # noqa: E402
 from scale_data import BenchEmbedder, Corpus, query_words  # noqa: E402
 
 from ragloom import Index  # noqa: E402
@@ -87,20 +87,9 @@ def main() -> None:
             for _ in range(10):
                 ours()
                 theirs()
-            times: dict[str, list[float]] = {"ragloom": [], "bm25s": []}
-            pair = (("ragloom", ours), ("bm25s", theirs))
-            for i in range(args.queries):
-                for name, run in pair if i % 2 else pair[::-1]:
-                    started = time.perf_counter()
-                    run()
-                    times[name].append((time.perf_counter() - started) * 1000)
-            r, b = (np.array(times[k]) for k in ("ragloom", "bm25s"))
+            r, b = alternate(lambda _: ours(), lambda _: theirs(), args.queries)
             out.add_row(
-                str(round_),
-                label,
-                f"{np.median(r):.2f} / {np.percentile(r, 95):.2f}",
-                f"{np.median(b):.2f} / {np.percentile(b, 95):.2f}",
-                f"{np.median(b) / np.median(r):.2f}x",
+                str(round_), label, spread(r), spread(b), f"{np.median(b) / np.median(r):.2f}x"
             )
     index.close()
     Console(width=120).print(out)
