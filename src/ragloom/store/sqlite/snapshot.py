@@ -150,11 +150,11 @@ class SQLiteSnapshot(Snapshot):
 
     def term_id_map(self, terms: Sequence[str]) -> dict[str, int]:
         """term -> id for the terms the vocabulary knows."""
-        return self.store.terms.lookup(self.conn, set(terms))
+        return self.store.terms.lookup_at(self.conn, set(terms), self.generation)
 
     def term_ids(self, terms: Sequence[str]) -> list[int]:
         """Ids of the terms the vocabulary knows, in order (unknown terms are left out)."""
-        vocab = self.store.terms.lookup(self.conn, set(terms))
+        vocab = self.store.terms.lookup_at(self.conn, set(terms), self.generation)
         return [vocab[t] for t in terms if t in vocab]
 
     def content_hashes(self, collection: str, doc_ids: Sequence[str]) -> dict[str, str]:

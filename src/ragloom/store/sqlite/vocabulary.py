@@ -19,13 +19,18 @@ class TermCache:
     """term -> id for committed vocabulary (ids never change once committed).
 
     While it holds every committed term (from an empty table on, through this process's
-    own writes), a term it lacks is known to be new and a write skips looking it up."""
+    own writes), a term it lacks is known to be new and a write skips looking it up. Query
+    words the vocabulary lacks are remembered per version (`lookup_at`): a search repeating
+    a word no chunk has reads the terms table once, not every time."""
 
     LIMIT = 3_000_000
+    ABSENT_LIMIT = 100_000
 
     def __init__(self) -> None:
         self._ids: dict[str, int] = {}
         self._complete_upto: int | None = None  # every committed id <= this is cached
+        # (generation, terms the vocabulary lacked at it): replaced whole, never relabelled
+        self._absent: tuple[int, set[str]] = (-1, set())
 
     def holds_all(self, committed_top: int) -> bool:
         """Whether every committed term is cached, `committed_top` being the largest id."""
@@ -42,13 +47,28 @@ class TermCache:
         ids = self._ids
         return {t: ids[t] for t in terms if t in ids}
 
-    def lookup(self, conn: sqlite3.Connection, terms: set[str]) -> dict[str, int]:
+    def lookup_at(
+        self, conn: sqlite3.Connection, terms: set[str], generation: int
+    ) -> dict[str, int]:
+        """term -> id for the terms a reader at `generation` finds in the vocabulary. A term
+        it lacked at a version is not read again at that version (only writes add terms,
+        and each moves the generation); a lack holds for every older version, not newer."""
         found = self.known(terms)
-        missing = [t for t in terms if t not in found]
+        if len(found) == len(terms):
+            return found
+        seen, absent = self._absent
+        if generation > seen:
+            seen, absent = generation, set()
+            self._absent = (seen, absent)
+        missing = [t for t in terms if t not in found and t not in absent]
         if missing:
-            rows = rows_in(conn, "SELECT term, id FROM terms WHERE term IN ({marks})", [], missing)
+            rows = dict(
+                rows_in(conn, "SELECT term, id FROM terms WHERE term IN ({marks})", [], missing)
+            )
             found.update(rows)
-            self.add(dict(rows))
+            self.add(rows)
+            if generation == seen and len(absent) < self.ABSENT_LIMIT:
+                absent.update(t for t in missing if t not in rows)
         return found
 
     def add(self, pairs: dict[str, int]) -> None:
