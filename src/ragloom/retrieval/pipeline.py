@@ -106,8 +106,8 @@ def tie_ranks(scores: Sequence[float] | np.ndarray) -> list[int]:
     moves by at most half a unit when rounded), so a leg's 40 scores cost a few array
     operations instead of 40 `format` calls (also among subnormals: below 1e-318, where
     the bound would be within a spacing of them, 6 digits tell every subnormal apart)."""
-    if len(scores) < _FEW:  # the arrays' fixed cost is more than rounding a few scores
-        return _tie_ranks_rounded(scores)
+    if len(scores) < _FEW:  # the arrays' fixed cost is more than comparing a few scores
+        return _tie_ranks_few([float(s) for s in scores])
     values = np.asarray(scores, np.float64)
     ranks = list(range(1, len(values) + 1))
     size = np.abs(values)
@@ -120,16 +120,23 @@ def tie_ranks(scores: Sequence[float] | np.ndarray) -> list[int]:
     return ranks
 
 
-def _tie_ranks_rounded(scores: Sequence[float] | np.ndarray) -> list[int]:
-    """`tie_ranks` rounding every score."""
-    out = []
-    rank, previous = 0, None
-    for position, score in enumerate(scores, start=1):
-        tie = tie_score(float(score))
-        if tie != previous:
-            rank, previous = position, tie
-        out.append(rank)
-    return out
+def _tie_ranks_few(values: list[float]) -> list[int]:
+    """`tie_ranks` of a few scores: the same neighbour test in plain Python."""
+    ranks = list(range(1, len(values) + 1))
+    for i in range(1, len(values)):
+        if _tied(values[i - 1], values[i]):
+            ranks[i] = ranks[i - 1]
+    return ranks
+
+
+def _tied(before: float, after: float) -> bool:
+    """Whether two neighbouring scores round alike (`tie_score`), rounding them only when
+    they are close enough that they could."""
+    if after == before:
+        return True
+    if abs(after - before) > max(abs(after), abs(before)) * _APART:
+        return False
+    return tie_score(after) == tie_score(before)
 
 
 def leg_candidates(
@@ -189,7 +196,7 @@ def top_k(
     stable key `keys_of` gives the tied rows, so that equal scores rank alike on every store
     whatever its row ids (without `keys_of`, earlier candidates win). Tied hits all carry
     the best score of their tie, so that the scores shown never rise down the list."""
-    head = _head(candidates, k)  # the top k and ties at the cut, as (tie score, candidate)
+    head = _head(candidates, k)  # the top k and ties at the cut, as (tie key, candidate)
     if not head:
         return []
     sizes = Counter(tie for tie, _ in head)
@@ -205,9 +212,10 @@ def top_k(
 
 def _head(candidates: Sequence[Candidate], k: int) -> list[tuple[float, Candidate]]:
     """The candidates whose tie score reaches the k-th best one's, best first (stable among
-    equal tie scores), with their tie scores. Rounding to TIE_DIGITS never reverses an
-    order, so these are the first rows by raw score: only they are rounded (a hybrid query
-    fuses about 80 candidates for a top 10)."""
+    equal tie scores), each with a key shared by exactly the rows of its tie. Rounding to
+    TIE_DIGITS never reverses an order, so these are the first rows by raw score, and only
+    neighbours close enough to tie are rounded (a hybrid query fuses about 80 candidates
+    for a top 10)."""
     scores = [c.score for c in candidates]
     total = sum(scores)  # NaN when a score is NaN (or both infinities are there)
     if k < 1 or total != total:  # NaN has no order: round every score
@@ -217,17 +225,18 @@ def _head(candidates: Sequence[Candidate], k: int) -> list[tuple[float, Candidat
         cut = ranked[min(k, len(ranked)) - 1][0]
         return [p for p in ranked if p[0] >= cut]
     order = sorted(range(len(scores)), key=scores.__getitem__, reverse=True)  # stable too
-    if not order:
-        return []
-    cut = tie_score(scores[order[min(k, len(order)) - 1]])
-    found = []
-    for i in order:
-        tie = tie_score(scores[i])
-        if tie < cut:
+    last = min(k, len(order)) - 1
+    runs: list[list[int]] = []  # runs of equal tie scores (contiguous: rounding keeps order)
+    for position, i in enumerate(order):
+        if position and _tied(scores[order[position - 1]], scores[i]):
+            runs[-1].append(i)
+        elif position > last:
             break
-        found.append((-tie, i))
-    found.sort()
-    return [(-negative, candidates[i]) for negative, i in found]
+        else:
+            runs.append([i])
+    # a run's key is its best raw score: it orders, counts and names the run as its tie
+    # score would (only `top_k` reads it), without rounding every score
+    return [(scores[run[0]], candidates[i]) for run in runs for i in sorted(run)]
 
 
 def _first(pair: tuple[float, Candidate]) -> float:
