@@ -172,13 +172,9 @@ def test_mismatched_inputs_are_refused() -> None:
         kernels.score_top_pruned(docs, [(5, 15)], [good], [np.ones(1)], 10, None, 3, 0.0, 0)
 
 
-def test_maxscore_gives_up_when_its_bounds_do_not_prune() -> None:
-    """Three of the commonest words and a large k: nearly every chunk needs a look-up, so
-    MaxScore hands the segment to the windows (and the answer stays exact)."""
-    rng = np.random.default_rng(8)
-    segment = _segment(rng, 6000, vocab=2000)
-    terms, params = [0, 1, 2], BM25Params()
-    stats = _stats(segment, terms)
+def _maxscore_inputs(segment, terms, stats, params):
+    """The MaxScore kernel's arrays for a query: (lo, hi, weight addresses, minima, block
+    maxima, their offsets)."""
     indexes = [segment.term_index(t) for t in terms]
     lo = np.array([segment.ptr[i] for i in indexes], np.int64)
     hi = np.array([segment.ptr[i + 1] for i in indexes], np.int64)
@@ -186,10 +182,53 @@ def test_maxscore_gives_up_when_its_bounds_do_not_prune() -> None:
     maxima = [topk._block_maxima(segment, stats, params, t) for t in terms]
     boff = np.concatenate(([0], np.cumsum([len(m) for m in maxima]))).astype(np.int64)
     address = np.array([w.ctypes.data for w in weights], np.int64)
+    wmin = np.array([w.min() for w in weights])
+    return lo, hi, address, wmin, np.concatenate(maxima), boff
+
+
+def test_maxscore_gives_up_when_its_bounds_do_not_prune() -> None:
+    """Three of the commonest words and a large k: nearly every chunk needs a look-up, so
+    MaxScore hands the segment to the windows (and the answer stays exact)."""
+    rng = np.random.default_rng(8)
+    segment = _segment(rng, 6000, vocab=2000)
+    terms, params = [0, 1, 2], BM25Params()
+    stats = _stats(segment, terms)
     run = kernels._compiled["maxscore"]
+    lo, hi, address, wmin, bmax, boff = _maxscore_inputs(segment, terms, stats, params)
     mask = np.zeros(1, np.bool_)
-    args = (segment.docs, lo, hi, address, np.concatenate(maxima), boff, mask, False, 500, 0.0)
+    args = (segment.docs, lo, hi, address, wmin, bmax, boff, mask, False, 500, 0.0)
     assert run(*args, 16)[2] is False
     assert run(*args, 1)[2] is True
     want = _reference(segment, terms, stats, params, None, 500, 0.0)
     assert _pruned(segment, terms, stats, params, None, 500, 0.0, 16) == want
+
+
+def test_maxscore_is_not_tried_when_every_posting_would_need_a_look_up() -> None:
+    """With a k-th score carried in, one essential term whose smallest weight plus the other
+    terms' bests reach it: every posting would be looked up, so MaxScore hands over at once."""
+    from ragloom.lexical import maxscore
+
+    hopeless = maxscore.hopeless  # compiled by the fixture
+    order = np.array([1, 0, 2], np.int64)  # weakest first
+    prefix = np.array([0.0, 1.0, 2.0, 5.0])  # the strongest term's best is 3.0
+    count = np.full(3, 10_000, np.int64)
+    wmin = np.array([0.1, 0.1, 1.0])  # the strongest term (2) weighs at least 1.0
+    assert hopeless(order, prefix, wmin, count, 2.5, 16)  # 1.0 + 2.0 >= 2.5
+    assert not hopeless(order, prefix, wmin, count, 3.5, 16)  # 1.0 + 2.0 < 3.5
+    assert not hopeless(order, prefix, wmin, count, 1.5, 16)  # two essential terms
+    assert not hopeless(order, prefix, wmin, count, 0.0, 16)  # no k-th score yet
+    assert not hopeless(order, prefix, wmin, count, 2.5, 1)  # MaxScore never gives up
+    short = np.full(3, 2 * maxscore.ALLOWANCE, np.int64)
+    assert not hopeless(order, prefix, wmin, short, 2.5, 16)  # few postings: it may try
+    # wired through the kernel: the same call completes or hands over on the minima alone
+    rng = np.random.default_rng(3)
+    segment = _segment(rng, 6000, vocab=2000)
+    terms, params = [0, 1, 2], BM25Params()
+    stats = _stats(segment, terms)
+    want = _reference(segment, terms, stats, params, None, 10, 0.0)
+    theta = min(want[1])
+    lo, hi, address, _, bmax, boff = _maxscore_inputs(segment, terms, stats, params)
+    mask, run = np.zeros(1, np.bool_), kernels._compiled["maxscore"]
+    for wmin, done in ((np.zeros(3), True), (np.full(3, theta), False)):
+        args = (segment.docs, lo, hi, address, wmin, bmax, boff, mask, False, 10, theta, 16)
+        assert run(*args)[2] is done

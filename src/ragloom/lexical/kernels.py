@@ -68,7 +68,7 @@ def _load() -> dict:
         docs.setflags(write=writable)
         for share in (0, 1):  # windows alone, then MaxScore
             _run_pruned(
-                compiled, docs, [(0, 2)], [np.ones(2)], [np.ones(1)], 2, None, 1, 0.0, share
+                compiled, docs, [(0, 2)], [np.ones(2)], [np.ones(1)], [1.0], 2, None, 1, 0.0, share
             )
     return compiled
 
@@ -159,7 +159,9 @@ def score_top(
     return select(scores, touched, count, mask, eligible is not None, max(k, 1))
 
 
-def _run_pruned(compiled, docs, ranges, weights, block_maxima, n, eligible, k, theta, share):
+def _run_pruned(
+    compiled, docs, ranges, weights, block_maxima, minima, n, eligible, k, theta, share
+):
     # (plain lists into one array each: numpy's per-call costs add up to ~20 us a segment)
     offsets, total, size = [0], 0, len(docs)
     for w, b, (start, stop) in zip(weights, block_maxima, ranges, strict=True):
@@ -178,8 +180,9 @@ def _run_pruned(compiled, docs, ranges, weights, block_maxima, n, eligible, k, t
     mask = eligible if eligible is not None else np.zeros(1, np.bool_)
     filtered, k, theta = eligible is not None, max(k, 1), float(theta)
     if share > 0:
+        wmin = np.array(minima, np.float64)
         found, scores, done = compiled["maxscore"](
-            docs, lo, hi, address, bmax, boff, mask, filtered, k, theta, share
+            docs, lo, hi, address, wmin, bmax, boff, mask, filtered, k, theta, share
         )
         if done:
             return found, scores
@@ -196,6 +199,7 @@ def score_top_pruned(
     k: int,
     theta: float,
     share: int,
+    minima: Sequence[float] | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """`score_top`'s answer for a segment of `n` chunks (and no chunk below `theta`, a k-th
     score already reached elsewhere), reading only the postings that can matter. `docs` is the
@@ -204,5 +208,14 @@ def score_top_pruned(
 
     Block-max MaxScore (`ragloom.lexical.maxscore`) runs first, while no more than 1 in `share`
     postings passed needs a look-up in the non-essential terms (0: not at all); past that,
-    windows of chunks with block-max bounds (`ragloom.lexical.windows`) score the segment."""
-    return _run_pruned(_compiled, docs, ranges, weights, block_maxima, n, eligible, k, theta, share)
+    windows of chunks with block-max bounds (`ragloom.lexical.windows`) score the segment.
+    `minima[q]` is the smallest of weights[q] (0.0 for none; computed when not given: callers
+    that search often keep it beside the weights): MaxScore is not tried when it tells that
+    every posting would need a look-up."""
+    if minima is None:
+        minima = [float(w.min()) if len(w) else 0.0 for w in weights]
+    if len(minima) != len(weights):
+        raise ValueError("one minimum weight per query term")
+    return _run_pruned(
+        _compiled, docs, ranges, weights, block_maxima, minima, n, eligible, k, theta, share
+    )

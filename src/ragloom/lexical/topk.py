@@ -229,6 +229,17 @@ def _block_maxima(segment: Segment, stats: Stats, params: BM25Params, term: int)
     return cached
 
 
+def _least_weight(segment: Segment, stats: Stats, params: BM25Params, term: int) -> float:
+    """The smallest of a term's cached weights (0.0 for none), remembered beside them."""
+    key = ("min", term, params.k1, params.b, stats.idf[term], stats.avgdl)
+    cached = segment.cache.get(key)
+    if cached is None:
+        weights = _weights(segment, stats, params, term)[1]
+        cached = float(weights.min()) if len(weights) else 0.0
+        segment.cache[key] = cached
+    return cached
+
+
 def _kernel_into(target: Target, terms, stats: Stats, params: BM25Params, best: _Best) -> None:
     """Score the segment in compiled code: every match when there are few or a filter
     applies, else pruned by block maxima (the same chunks and scores, bit for bit, as
@@ -245,6 +256,7 @@ def _kernel_into(target: Target, terms, stats: Stats, params: BM25Params, best: 
     else:
         ranges = [(int(ptr[i]), int(ptr[i + 1])) if i >= 0 else (0, 0) for i in indexes]
         maxima = [_block_maxima(segment, stats, params, term) for term in terms]
+        minima = [_least_weight(segment, stats, params, term) for term in terms]
         docs, scores = kernels.score_top_pruned(
             segment.docs,
             ranges,
@@ -255,6 +267,7 @@ def _kernel_into(target: Target, terms, stats: Stats, params: BM25Params, best: 
             best.k,
             best.threshold,
             MAXSCORE_SHARE,
+            minima,
         )
     best.offer(segment.rows[docs], scores)
 
