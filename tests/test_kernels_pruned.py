@@ -170,6 +170,11 @@ def test_mismatched_inputs_are_refused() -> None:
         kernels.score_top_pruned(docs, [(0, 10)], [good], [np.ones(3)], 10, None, 3, 0.0, 0)
     with pytest.raises(ValueError):
         kernels.score_top_pruned(docs, [(5, 15)], [good], [np.ones(1)], 10, None, 3, 0.0, 0)
+    for dense in ([np.ones(9)], [np.ones(10, np.float32)], [None, None]):  # read by address
+        with pytest.raises(ValueError):
+            kernels.score_top_pruned(
+                docs, [(0, 10)], [good], [np.ones(1)], 10, None, 3, 0.0, 16, dense=dense
+            )
 
 
 def _maxscore_inputs(segment, terms, stats, params):
@@ -196,7 +201,8 @@ def test_maxscore_gives_up_when_its_bounds_do_not_prune() -> None:
     run = kernels._compiled["maxscore"]
     lo, hi, address, wmin, bmax, boff = _maxscore_inputs(segment, terms, stats, params)
     mask = np.zeros(1, np.bool_)
-    args = (segment.docs, lo, hi, address, wmin, bmax, boff, mask, False, 500, 0.0)
+    unread = (np.zeros(3, np.int64), np.zeros(3))  # no term read by chunk number
+    args = (segment.docs, lo, hi, address, wmin, unread, bmax, boff, mask, False, 500, 0.0)
     assert run(*args, 16)[2] is False
     assert run(*args, 1)[2] is True
     want = _reference(segment, terms, stats, params, None, 500, 0.0)
@@ -230,5 +236,46 @@ def test_maxscore_is_not_tried_when_every_posting_would_need_a_look_up() -> None
     lo, hi, address, _, bmax, boff = _maxscore_inputs(segment, terms, stats, params)
     mask, run = np.zeros(1, np.bool_), kernels._compiled["maxscore"]
     for wmin, done in ((np.zeros(3), True), (np.full(3, theta), False)):
-        args = (segment.docs, lo, hi, address, wmin, bmax, boff, mask, False, 10, theta, 16)
+        unread = (np.zeros(3, np.int64), np.zeros(3))
+        args = (segment.docs, lo, hi, address, wmin, unread, bmax, boff, mask, False, 10, theta)
+        args = (*args, 16)
         assert run(*args)[2] is done
+
+
+def test_very_common_terms_read_by_chunk_number_score_the_same() -> None:
+    """A term in more than half the chunks is looked up by chunk number (its weights spread
+    over the segment, 0.0 where absent): the same chunks and scores as seeking its postings,
+    and as scoring every match, with a k-th score carried in or not, deletes or not."""
+    rng = np.random.default_rng(11)
+    segment = _segment(rng, 8000, vocab=2000)
+    params = BM25Params()
+    for terms in ([0, 1, 2], [2, 0, 1, 7], [0, 0, 3], [1, 40, 0]):
+        assert 2 * segment.df(terms[0]) > segment.n  # the path under test is taken
+        for eligible in (None, rng.random(segment.n) > 0.1):
+            stats = _stats(segment, terms, eligible)
+            for k in (1, 10, 100):
+                want = _reference(segment, terms, stats, params, eligible, k, 0.0)
+                theta = float(np.median(want[1]))
+                carried = _reference(segment, terms, stats, params, eligible, k, theta)
+                for share in (1, 16):
+                    assert _pruned(segment, terms, stats, params, eligible, k, 0.0, share) == want
+                    got = _pruned(segment, terms, stats, params, eligible, k, theta, share)
+                    assert got == carried
+                    indexes = [segment.term_index(t) for t in terms]
+                    ranges = [(int(segment.ptr[i]), int(segment.ptr[i + 1])) for i in indexes]
+                    weights = [topk._weights(segment, stats, params, t)[1] for t in terms]
+                    maxima = [topk._block_maxima(segment, stats, params, t) for t in terms]
+                    docs, scores = kernels.score_top_pruned(
+                        segment.docs,
+                        ranges,
+                        weights,
+                        maxima,
+                        segment.n,
+                        eligible,
+                        k,
+                        0.0,
+                        share,
+                        dense=[None] * len(terms),
+                    )  # seeking every term's postings instead
+                    order = np.argsort(docs, kind="stable")
+                    assert (docs[order].tolist(), scores[order].tolist()) == want

@@ -160,7 +160,7 @@ def score_top(
 
 
 def _run_pruned(
-    compiled, docs, ranges, weights, block_maxima, minima, n, eligible, k, theta, share
+    compiled, docs, ranges, weights, block_maxima, minima, n, eligible, k, theta, share, dense=None
 ):
     # (plain lists into one array each: numpy's per-call costs add up to ~20 us a segment)
     offsets, total, size = [0], 0, len(docs)
@@ -181,12 +181,31 @@ def _run_pruned(
     filtered, k, theta = eligible is not None, max(k, 1), float(theta)
     if share > 0:
         wmin = np.array(minima, np.float64)
+        if dense is None:
+            dense = [None] * len(weights)
+        if len(dense) != len(weights) or any(
+            x is not None and (x.dtype != np.float64 or not x.flags.c_contiguous or len(x) != n)
+            for x in dense
+        ):  # (read by address in the kernel, at any chunk number below n)
+            raise ValueError("weights by chunk number must be contiguous float64 arrays of n")
+        daddr = np.array([0 if x is None else x.ctypes.data for x in dense], np.int64)
+        dfrac = np.array([0.0 if x is None else (r[1] - r[0]) / n for x, r in zip(dense, ranges)])
         found, scores, done = compiled["maxscore"](
-            docs, lo, hi, address, wmin, bmax, boff, mask, filtered, k, theta, share
+            docs, lo, hi, address, wmin, (daddr, dfrac), bmax, boff, mask, filtered, k, theta, share
         )
         if done:
             return found, scores
     return compiled["windows"](docs, lo, hi, address, bmax, boff, n, mask, filtered, k, theta)
+
+
+def by_chunk(docs: np.ndarray, weights: np.ndarray, n: int) -> np.ndarray:
+    """A term's weights by chunk number in a segment of `n` chunks (0.0 where a chunk lacks
+    it), from its postings' chunks and weights: MaxScore looks a chunk's weight up there in one
+    read instead of seeking through the postings (worth it, and at most twice the postings'
+    memory, for a term in more than half the chunks)."""
+    dense = np.zeros(n, np.float64)
+    dense[docs] = weights
+    return dense
 
 
 def score_top_pruned(
@@ -200,6 +219,7 @@ def score_top_pruned(
     theta: float,
     share: int,
     minima: Sequence[float] | None = None,
+    dense: Sequence[np.ndarray | None] | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """`score_top`'s answer for a segment of `n` chunks (and no chunk below `theta`, a k-th
     score already reached elsewhere), reading only the postings that can matter. `docs` is the
@@ -211,11 +231,17 @@ def score_top_pruned(
     windows of chunks with block-max bounds (`ragloom.lexical.windows`) score the segment.
     `minima[q]` is the smallest of weights[q] (0.0 for none; computed when not given: callers
     that search often keep it beside the weights): MaxScore is not tried when it tells that
-    every posting would need a look-up."""
+    every posting would need a look-up. `dense[q]`, when not None, is `by_chunk` of term q
+    (computed for the terms in more than half the chunks when `dense` is not given)."""
     if minima is None:
         minima = [float(w.min()) if len(w) else 0.0 for w in weights]
+    if dense is None:  # a term in more than half the chunks: its weights by chunk number too
+        dense = [
+            by_chunk(docs[a:b], w, n) if 2 * len(w) > n else None
+            for (a, b), w in zip(ranges, weights)
+        ]
     if len(minima) != len(weights):
         raise ValueError("one minimum weight per query term")
     return _run_pruned(
-        _compiled, docs, ranges, weights, block_maxima, minima, n, eligible, k, theta, share
+        _compiled, docs, ranges, weights, block_maxima, minima, n, eligible, k, theta, share, dense
     )

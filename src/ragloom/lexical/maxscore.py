@@ -6,7 +6,9 @@ The query's terms are walked together in chunk order, one cursor each. A term wh
 weight, added to the bests of every weaker term, cannot lift a chunk to the k-th best score so
 far is *non-essential*: chunks containing only such terms are never looked at. A chunk found in
 an essential term is looked up in the non-essential ones from the strongest down, and dropped
-as soon as its known weights plus the bests still open fall below the k-th score. With a single
+as soon as its known weights plus the bests still open fall below the k-th score (a term in
+more than half the chunks is looked up by chunk number in its weights spread over the segment:
+one read where seeking its postings takes several). With a single
 essential term, whole blocks of its postings are skipped unread when their best weight plus
 the best the other terms reach over the same chunks (their blocks overlapping it) cannot help,
 and a posting's chunk number is read only when its weight can.
@@ -25,12 +27,12 @@ import numpy as np
 
 from ragloom.lexical import cursors
 
-COMPILED = ("walk", "block_rest", "next_any", "offer", "hopeless")
+COMPILED = ("walk", "block_rest", "next_any", "offer", "hopeless", "passed")
 ALLOWANCE = 256  # look-ups always allowed (the k-th score is low while the top k fills)
 
 
 def maxscore(
-    docs, lo, hi, waddr, wmin, bmax, boff, eligible, filtered, k, theta0, share
+    docs, lo, hi, waddr, wmin, dense, bmax, boff, eligible, filtered, k, theta0, share
 ):  # pragma: no cover
     """(chunk numbers, scores, True): every eligible chunk scoring at least the k-th best
     score of this segment and at least `theta0` (a k-th score already reached elsewhere; 0 for
@@ -42,7 +44,9 @@ def maxscore(
     docs: the segment's posting chunk numbers (all terms); query term q (query order, repeats
     kept) owns docs[lo[q]:hi[q]] and the float64 weights at address waddr[q] (one per posting);
     bmax[boff[q]:boff[q+1]] are the maxima of those weights over their blocks of postings,
-    wmin[q] their minimum.
+    wmin[q] their minimum. dense = (daddr, dfrac): daddr[q], when not 0, is the address of term
+    q's weights by chunk number (float64, one per chunk of the segment, 0.0 where absent), read
+    instead of seeking its postings, and dfrac[q] its postings per chunk.
     """
     T = lo.shape[0]
     count = hi - lo
@@ -51,7 +55,7 @@ def maxscore(
         return np.empty(0, np.int64), np.empty(0, np.float64), False
     found = cursors.start(count, docs.shape[0], k, theta0, prefix, share)
     heap, _, cand_docs, cand_scores, state = found[:5]
-    if not walk(docs, lo, count, waddr, bmax, boff, eligible, filtered, order, found):
+    if not walk(docs, lo, count, (waddr, dense), bmax, boff, eligible, filtered, order, found):
         return cand_docs[:0], cand_scores[:0], False
     docs_found, scores = cursors.at_floor(cand_docs, cand_scores, state[1], heap, state[0], k)
     return docs_found, scores, True
@@ -72,9 +76,10 @@ def hopeless(order, prefix, wmin, count, theta0, share):  # pragma: no cover
     return count[q] > 2 * ALLOWANCE and wmin[q] + prefix[T - 1] >= limit
 
 
-def walk(docs, lo, count, waddr, bmax, boff, eligible, filtered, order, found):  # pragma: no cover
+def walk(docs, lo, count, read, bmax, boff, eligible, filtered, order, found):  # pragma: no cover
     """The chunks in order, as the essential terms meet them; False if it gave up
     (one function: numba keeps reference counts on arrays passed to a call, too dear here)."""
+    waddr, (daddr, dfrac) = read
     T = lo.shape[0]
     state, limits, prefix = found[4], found[5], found[6]
     pos = np.zeros(T, np.int64)  # each term's cursor, relative to lo[q]
@@ -108,14 +113,17 @@ def walk(docs, lo, count, waddr, bmax, boff, eligible, filtered, order, found): 
         i = ne - 1 if acc >= 0.0 else -1
         if acc >= 0.0:  # a look-up: more than 1 in `share` postings passed gives up
             state[4] += 1
-            if state[4] > ALLOWANCE and state[4] - ALLOWANCE > pos.sum() // state[3]:
+            if state[4] > ALLOWANCE and state[4] - ALLOWANCE > passed(pos, dfrac, d) // state[3]:
                 return False
         while i >= 0:  # the non-essential terms, strongest first, while d can still make it
             q = order[i]
-            p = cursors.seek(docs, lo[q], count[q], pos[q], d)
-            pos[q] = p
-            if p < count[q] and docs[lo[q] + p] == d:
-                acc += cursors.weights_at(waddr[q], p)
+            if daddr[q] != 0:  # a chunk's weight at its number (0.0 where it lacks the term)
+                acc += cursors.weights_at(daddr[q], d)
+            else:
+                p = cursors.seek(docs, lo[q], count[q], pos[q], d)
+                pos[q] = p
+                if p < count[q] and docs[lo[q] + p] == d:
+                    acc += cursors.weights_at(waddr[q], p)
             if acc + prefix[i] < limits[0]:
                 break
             i -= 1
@@ -123,7 +131,9 @@ def walk(docs, lo, count, waddr, bmax, boff, eligible, filtered, order, found): 
             s = 0.0  # the exact score: query order, as the exhaustive paths add
             for q in range(T):
                 p = pos[q]
-                if p < count[q] and docs[lo[q] + p] == d:
+                if daddr[q] != 0:  # (+ 0.0 where it lacks the term: the same bits)
+                    s += cursors.weights_at(daddr[q], d)
+                elif p < count[q] and docs[lo[q] + p] == d:
                     s += cursors.weights_at(waddr[q], p)
             offer(found, d, s)
         for j in range(ne, T):  # the essential cursors on d move past it (others on look-up)
@@ -131,6 +141,15 @@ def walk(docs, lo, count, waddr, bmax, boff, eligible, filtered, order, found): 
             if pos[q] < count[q] and docs[lo[q] + pos[q]] == d:
                 pos[q] += 1
     return True
+
+
+def passed(pos, dfrac, d):  # pragma: no cover
+    """Postings passed so far: the cursors' positions, and for a term read by chunk number
+    (its cursor stays put) its share of postings per chunk times the chunks passed."""
+    total = 0
+    for q in range(pos.shape[0]):
+        total += np.int64(dfrac[q] * d) if dfrac[q] > 0.0 else pos[q]
+    return total
 
 
 def block_rest(docs, lo, count, bmax, boff, order, ne, shallow, e, b):  # pragma: no cover

@@ -240,6 +240,22 @@ def _least_weight(segment: Segment, stats: Stats, params: BM25Params, term: int)
     return cached
 
 
+DENSE_SHARE = 0.5  # a term in more than this share of a segment's chunks: weights by chunk too
+
+
+def _dense(segment: Segment, stats: Stats, params: BM25Params, term: int):
+    """A very common term's weights by chunk number (`kernels.by_chunk`), remembered beside
+    its weights (at most twice their memory), or None for a term in fewer chunks."""
+    if segment.df(term) <= DENSE_SHARE * segment.n:
+        return None
+    key = ("d", term, params.k1, params.b, stats.idf[term], stats.avgdl)
+    cached = segment.cache.get(key)
+    if cached is None:
+        cached = kernels.by_chunk(*_weights(segment, stats, params, term), segment.n)
+        segment.cache[key] = cached
+    return cached
+
+
 def _kernel_into(target: Target, terms, stats: Stats, params: BM25Params, best: _Best) -> None:
     """Score the segment in compiled code: every match when there are few or a filter
     applies, else pruned by block maxima (the same chunks and scores, bit for bit, as
@@ -257,6 +273,7 @@ def _kernel_into(target: Target, terms, stats: Stats, params: BM25Params, best: 
         ranges = [(int(ptr[i]), int(ptr[i + 1])) if i >= 0 else (0, 0) for i in indexes]
         maxima = [_block_maxima(segment, stats, params, term) for term in terms]
         minima = [_least_weight(segment, stats, params, term) for term in terms]
+        dense = [_dense(segment, stats, params, term) for term in terms]
         docs, scores = kernels.score_top_pruned(
             segment.docs,
             ranges,
@@ -268,6 +285,7 @@ def _kernel_into(target: Target, terms, stats: Stats, params: BM25Params, best: 
             best.threshold,
             MAXSCORE_SHARE,
             minima,
+            dense,
         )
     best.offer(segment.rows[docs], scores)
 
