@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import fields
 from typing import Any
@@ -34,11 +35,33 @@ def _public(kwargs: dict[str, Any]) -> dict[str, Any]:
     return {ALIASES.get(k, k): v for k, v in kwargs.items()}
 
 
+_PLAIN = frozenset({str, int, float, bool, type(None)})
+
+
 def search_options(top_k: int = 5, **kwargs: Any) -> SearchOptions:
     """SearchOptions from `search`'s keywords (sequences made tuples). Fusion settings left
     out or None are marked unset: the collection's own defaults fill them in (`ragloom
     tune --apply`), else the global ones (`ragloom.retrieval.fusion.DEFAULT_FUSION`). A
-    reranker spec or object given as `rerank` becomes this search's reranker."""
+    reranker spec or object given as `rerank` becomes this search's reranker.
+
+    Options of plain values only (strings, numbers, booleans, None: most searches) are
+    built and validated once and reused, keyed by each value's type too (True is not 1);
+    SearchOptions is frozen. Filters, boosts and other mappings are built every time."""
+    if type(top_k) in _PLAIN and all(type(v) in _PLAIN for v in kwargs.values()):
+        key = tuple(sorted((name, type(v), v) for name, v in kwargs.items()))
+        return _plain_options(type(top_k), top_k, key)
+    return _options(top_k, kwargs)
+
+
+@functools.lru_cache(maxsize=256)
+def _plain_options(
+    _kind: type, top_k: Any, key: tuple[tuple[str, type, Any], ...]
+) -> SearchOptions:
+    return _options(top_k, {name: value for name, _, value in key})
+
+
+def _options(top_k: Any, kwargs: dict[str, Any]) -> SearchOptions:
+    """`search_options` without the reuse."""
     kwargs = _public(kwargs)
     unset = frozenset(k for k in SEARCH_SETTINGS if not kwargs.get(k) and kwargs.get(k) != 0)
     kwargs = {k: v for k, v in kwargs.items() if k not in unset}
