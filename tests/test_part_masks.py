@@ -29,3 +29,20 @@ def test_copies_with_other_deletes_get_their_own_live_mask() -> None:
         assert np.array_equal(copy.alive(), ~dead)
         del copy, dead
     assert np.array_equal(part.alive(), ~part.dead)
+
+
+def test_allowed_counts_the_very_mask_it_is_given() -> None:
+    """`Part.allowed` is remembered beside the mask it counted: another mask (a copy's live
+    mask, a filter's) is counted afresh."""
+    part = _part()
+    assert part.allowed(part.alive()) == part.segment.n - 1
+    rng = np.random.default_rng(5)
+    for _ in range(200):
+        mask = rng.random(part.segment.n) < 0.3
+        assert part.allowed(mask) == int(mask.sum())
+        del mask
+    dead = np.zeros(part.segment.n, bool)
+    dead[:10] = True
+    copy = replace(part, dead=dead)  # shares the cache
+    assert copy.allowed(copy.alive()) == part.segment.n - 10
+    assert part.allowed(part.alive()) == part.segment.n - 1

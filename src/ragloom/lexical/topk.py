@@ -54,6 +54,7 @@ class Target:
     segment: Segment
     eligible: np.ndarray | None  # bool per chunk; None: every chunk
     filtered: bool = False  # a metadata filter narrows `eligible` (not only deletes)
+    allowed: int | None = None  # how many chunks `eligible` allows, when the caller knows
 
 
 def _weights(segment: Segment, stats: Stats, params: BM25Params, term: int):
@@ -304,9 +305,12 @@ def _selective(target: Target, terms, stats, params, best: _Best) -> bool:
     enough = -(-work // (4 * max(len(terms), 1)))  # eligible chunks from which to score postings
     if enough <= 0:
         return False
-    # Counted on a prefix first: with deletes alone it settles the question at a fraction of the
-    # cost (counting 480k flags takes ~20 us a segment); listing them all costs far more.
-    if np.count_nonzero(eligible[: 2 * enough]) >= enough or np.count_nonzero(eligible) >= enough:
+    if target.allowed is not None:  # counted once per part and filter (Part.allowed)
+        if target.allowed >= enough:
+            return False
+    # Else counted on a prefix first: with deletes alone it settles the question at a fraction
+    # of the cost (counting 480k flags takes ~20 us a segment); listing them all costs more.
+    elif np.count_nonzero(eligible[: 2 * enough]) >= enough or np.count_nonzero(eligible) >= enough:
         return False
     docs = np.flatnonzero(eligible)
     scores = _score_docs(target.segment, docs, terms, stats, params)

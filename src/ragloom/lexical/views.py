@@ -54,5 +54,9 @@ def _scoring(
     """The segments to score (live, filtered) and this version's BM25 statistics."""
     stats = topk.Stats({t: bm25_idf(view.df(t), view.n_live) for t in set(terms)}, view.avgdl)
     filtered = where is not None
-    targets = [topk.Target(p.segment, p.eligible(where, where_key), filtered) for p in view.parts]
+    targets = []
+    for part in view.parts:
+        eligible = part.eligible(where, where_key)
+        allowed = None if eligible is None else part.allowed(eligible)
+        targets.append(topk.Target(part.segment, eligible, filtered, allowed))
     return targets, stats

@@ -65,6 +65,18 @@ class Part:
             remembered = self.cache["alive"] = (self.dead, ~self.dead)
         return remembered[1]
 
+    def allowed(self, mask: np.ndarray) -> int:
+        """How many chunks `mask` (an `eligible` or `alive` answer of this part, which are
+        remembered) allows; remembered beside that very array (counting a 220k-480k part's
+        flags took 10-20 us a query, for every part of every unfiltered search with deletes)."""
+        key = ("allowed", id(mask))
+        remembered = self.cache.get(key)
+        if remembered is None or remembered[0] is not mask:
+            if len(self.cache) > 64:
+                self.cache.clear()
+            remembered = self.cache[key] = (mask, int(np.count_nonzero(mask)))
+        return remembered[1]
+
     def deleting(self, docs: np.ndarray) -> Part:
         """This part with more chunks deleted (chunk numbers; already-dead ones ignored)."""
         dead = np.zeros(self.segment.n, bool) if self.dead is None else self.dead.copy()
