@@ -17,9 +17,9 @@ _NO_DOCS = np.zeros(0, np.int64)
 # Each row's dot product with the query, one row at a time (numpy >= 2: a ufunc over BLAS's
 # single-threaded dot; older numpy: einsum). Not `vectors @ query`: a matrix-vector product
 # goes to OpenBLAS's threaded gemv, which waits for a thread on every core; with the other
-# core busy, 2,200 gathered vectors took 6-9 ms instead of 0.24 (bench/dense_scoring.py), and
-# a 1% filtered dense query at 1M 32 ms instead of 4. A row's score no longer depends on
-# which rows are scored with it.
+# core busy, 2,200 gathered vectors took 6-10 ms instead of 0.5-0.6 (bench/dense_scoring.py),
+# and a 1% filtered dense query at 1M 32 ms instead of about 5. A row's score no longer
+# depends on which rows are scored with it.
 _row_dots = getattr(np, "vecdot", None) or (lambda rows, q: np.einsum("ij,j->i", rows, q))
 EXACT_BELOW = 30_000  # eligible vectors scanned exactly rather than through the graph
 EXACT_SHARE = 0.05
