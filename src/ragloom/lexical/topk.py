@@ -217,28 +217,32 @@ def _pruned(target: Target, terms: Sequence[int], stats: Stats, params: BM25Para
         scored(np.concatenate(candidates))
 
 
+def _beside_weights(segment: Segment, stats: Stats, params: BM25Params, term: int, tag, derive):
+    """`derive(docs, weights)` of a term's cached weights, remembered beside them under the
+    same statistics (`tag` names what is derived)."""
+    key = (tag, term, params.k1, params.b, stats.idf[term], stats.avgdl)
+    cached = segment.cache.get(key)
+    if cached is None:
+        cached = segment.cache[key] = derive(*_weights(segment, stats, params, term))
+    return cached
+
+
 def _block_maxima(segment: Segment, stats: Stats, params: BM25Params, term: int) -> np.ndarray:
     """The exact maxima of a term's cached weights over its blocks of postings (remembered
     beside the weights: 1/128 of their size)."""
-    key = ("bm", term, params.k1, params.b, stats.idf[term], stats.avgdl)
-    cached = segment.cache.get(key)
-    if cached is None:
-        _, weights = _weights(segment, stats, params, term)
-        starts = np.arange(0, len(weights), cursors.BLOCK_SIZE)
-        cached = np.maximum.reduceat(weights, starts) if len(weights) else weights
-        segment.cache[key] = cached
-    return cached
+    return _beside_weights(segment, stats, params, term, "bm", _maxima_of)
+
+
+def _maxima_of(_docs: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    starts = np.arange(0, len(weights), cursors.BLOCK_SIZE)
+    return np.maximum.reduceat(weights, starts) if len(weights) else weights
 
 
 def _least_weight(segment: Segment, stats: Stats, params: BM25Params, term: int) -> float:
     """The smallest of a term's cached weights (0.0 for none), remembered beside them."""
-    key = ("min", term, params.k1, params.b, stats.idf[term], stats.avgdl)
-    cached = segment.cache.get(key)
-    if cached is None:
-        weights = _weights(segment, stats, params, term)[1]
-        cached = float(weights.min()) if len(weights) else 0.0
-        segment.cache[key] = cached
-    return cached
+    return _beside_weights(
+        segment, stats, params, term, "min", lambda _, w: float(w.min()) if len(w) else 0.0
+    )
 
 
 DENSE_SHARE = 0.5  # a term in more than this share of a segment's chunks: weights by chunk too
@@ -249,12 +253,10 @@ def _dense(segment: Segment, stats: Stats, params: BM25Params, term: int):
     its weights (at most twice their memory), or None for a term in fewer chunks."""
     if segment.df(term) <= DENSE_SHARE * segment.n:
         return None
-    key = ("d", term, params.k1, params.b, stats.idf[term], stats.avgdl)
-    cached = segment.cache.get(key)
-    if cached is None:
-        cached = kernels.by_chunk(*_weights(segment, stats, params, term), segment.n)
-        segment.cache[key] = cached
-    return cached
+    n = segment.n
+    return _beside_weights(
+        segment, stats, params, term, "d", lambda d, w: kernels.by_chunk(d, w, n)
+    )
 
 
 def _kernel_into(target: Target, terms, stats: Stats, params: BM25Params, best: _Best) -> None:
