@@ -9,6 +9,7 @@ import pytest
 
 from ragloom.lexical import kernels, topk
 from ragloom.lexical.bm25 import BM25Params, bm25_idf
+from ragloom.lexical.term_weights import block_maxima, term_weights
 from ragloom.lexical.topk import Stats, Target, search
 from ragloom.segments.build import build_segment
 from ragloom.segments.postings import Postings
@@ -61,8 +62,8 @@ def _reference(segment, terms, stats, params, eligible, k, theta):
 def _pruned(segment, terms, stats, params, eligible, k, theta, share):
     indexes = [segment.term_index(t) for t in terms]
     ranges = [(int(segment.ptr[i]), int(segment.ptr[i + 1])) if i >= 0 else (0, 0) for i in indexes]
-    weights = [topk._weights(segment, stats, params, t)[1] for t in terms]
-    maxima = [topk._block_maxima(segment, stats, params, t) for t in terms]
+    weights = [term_weights(segment, stats, params, t)[1] for t in terms]
+    maxima = [block_maxima(segment, stats, params, t) for t in terms]
     docs, scores = kernels.score_top_pruned(
         segment.docs, ranges, weights, maxima, segment.n, eligible, k, theta, share
     )
@@ -183,8 +184,8 @@ def _maxscore_inputs(segment, terms, stats, params):
     indexes = [segment.term_index(t) for t in terms]
     lo = np.array([segment.ptr[i] for i in indexes], np.int64)
     hi = np.array([segment.ptr[i + 1] for i in indexes], np.int64)
-    weights = [topk._weights(segment, stats, params, t)[1] for t in terms]
-    maxima = [topk._block_maxima(segment, stats, params, t) for t in terms]
+    weights = [term_weights(segment, stats, params, t)[1] for t in terms]
+    maxima = [block_maxima(segment, stats, params, t) for t in terms]
     boff = np.concatenate(([0], np.cumsum([len(m) for m in maxima]))).astype(np.int64)
     address = np.array([w.ctypes.data for w in weights], np.int64)
     wmin = np.array([w.min() for w in weights])
@@ -263,8 +264,8 @@ def test_very_common_terms_read_by_chunk_number_score_the_same() -> None:
                     assert got == carried
                     indexes = [segment.term_index(t) for t in terms]
                     ranges = [(int(segment.ptr[i]), int(segment.ptr[i + 1])) for i in indexes]
-                    weights = [topk._weights(segment, stats, params, t)[1] for t in terms]
-                    maxima = [topk._block_maxima(segment, stats, params, t) for t in terms]
+                    weights = [term_weights(segment, stats, params, t)[1] for t in terms]
+                    maxima = [block_maxima(segment, stats, params, t) for t in terms]
                     docs, scores = kernels.score_top_pruned(
                         segment.docs,
                         ranges,

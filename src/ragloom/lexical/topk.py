@@ -20,13 +20,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ragloom.lexical import cursors, kernels
+from ragloom.lexical import kernels
 from ragloom.lexical.bm25 import BM25Params, bm25_weights
+from ragloom.lexical.term_weights import Stats, term_facts, term_weights
 from ragloom.segments.segment import BLOCK, Segment
 
 SMALL_SEGMENT = 16384  # below this many chunks, scoring everything is cheaper than pruning
 SMALL_WORK = 50_000  # below this many postings for the query, likewise
-CACHE_LIMIT = 4096  # term weights remembered per segment (for repeated statistics)
 SEED_BLOCKS = 8  # blocks per term scored first to set the threshold
 SAFETY = 1e-9  # relative margin: bounds are summed in another order than scores
 HOPELESS = 0.3  # when candidate postings exceed this share of the chunks, score everything
@@ -37,14 +37,7 @@ PRUNE_WORK = 50_000
 # needed a chunk looked up in the non-essential terms (~25 ns each, against ~1 ns a posting
 # scored window by window): the bounds were not selective enough for this query.
 MAXSCORE_SHARE = 16
-
-
-@dataclass(frozen=True)
-class Stats:
-    """Collection-wide BM25 statistics of one version: idf per query term, average length."""
-
-    idf: dict[int, float]
-    avgdl: float
+FEW_OFFERED = 64  # the best k so far and an offer together below this: merged in plain Python
 
 
 @dataclass(frozen=True)
@@ -57,33 +50,12 @@ class Target:
     allowed: int | None = None  # how many chunks `eligible` allows, when the caller knows
 
 
-def _weights(segment: Segment, stats: Stats, params: BM25Params, term: int):
-    """(docs, BM25 weights) of one term in one segment, remembered per segment for the same
-    statistics (a read-mostly index answers many queries with the same N and lengths)."""
-    key = ("w", term, params.k1, params.b, stats.idf[term], stats.avgdl)
-    cached = segment.cache.get(key)
-    if cached is not None:
-        return cached
-    docs, tfs = segment.postings(term)
-    if not len(docs):
-        weights = np.zeros(0, np.float64)
-    else:
-        lengths = segment.lengths[docs]
-        weights = bm25_weights(
-            tfs.astype(np.float64), lengths, stats.idf[term], stats.avgdl, params
-        )
-    if len(segment.cache) >= CACHE_LIMIT:
-        segment.cache.clear()
-    segment.cache[key] = (docs, weights)
-    return docs, weights
-
-
 def _score_all(target: Target, terms: Sequence[int], stats: Stats, params: BM25Params):
     """Every matching chunk's score: the reference computation."""
     segment = target.segment
     scores = np.zeros(segment.n, np.float64)
     for term in terms:
-        docs, weights = _weights(segment, stats, params, term)
+        docs, weights = term_weights(segment, stats, params, term)
         scores[docs] += weights
     keep = scores > 0
     if target.eligible is not None:
@@ -99,7 +71,7 @@ def _score_docs(
     scores = np.zeros(len(docs), np.float64)
     keys = docs.astype(np.int64)  # the cached postings' dtype: no copy to compare
     for term in terms:
-        postings, weights = _weights(segment, stats, params, term)
+        postings, weights = term_weights(segment, stats, params, term)
         if not len(postings) or not len(docs):
             continue
         pos = postings.searchsorted(keys)
@@ -145,6 +117,9 @@ class _Best:
             rows, scores = rows[keep], scores[keep]
         if not len(scores):
             return
+        if len(scores) + len(self.scores) <= FEW_OFFERED:
+            self._offer_few(rows, scores)
+            return
         if len(scores) > self.k:  # only the k best (ties kept) can matter
             floor = np.partition(scores, len(scores) - self.k)[len(scores) - self.k]
             keep = scores >= floor
@@ -155,6 +130,20 @@ class _Best:
         scores = scores[first]
         order = np.lexsort((rows, -scores))[: self.k]
         self.rows, self.scores = rows[order], scores[order]
+
+    def _offer_few(self, rows: np.ndarray, scores: np.ndarray) -> None:
+        """`offer` for a few pairs as plain Python (numpy's unique and lexsort cost more at
+        this size): the same rows kept (a row's first entry), ordered by score, then row."""
+        kept = list(zip(self.scores.tolist(), self.rows.tolist()))
+        seen = set(self.rows.tolist())
+        for row, score in zip(rows.tolist(), scores.tolist()):
+            if row not in seen:
+                seen.add(row)
+                kept.append((score, row))
+        kept.sort(key=lambda pair: (-pair[0], pair[1]))
+        del kept[self.k :]
+        self.scores = np.array([score for score, _ in kept], np.float64)
+        self.rows = np.array([row for _, row in kept], np.int64)
 
     @property
     def threshold(self) -> float:
@@ -217,48 +206,6 @@ def _pruned(target: Target, terms: Sequence[int], stats: Stats, params: BM25Para
         scored(np.concatenate(candidates))
 
 
-def _beside_weights(segment: Segment, stats: Stats, params: BM25Params, term: int, tag, derive):
-    """`derive(docs, weights)` of a term's cached weights, remembered beside them under the
-    same statistics (`tag` names what is derived)."""
-    key = (tag, term, params.k1, params.b, stats.idf[term], stats.avgdl)
-    cached = segment.cache.get(key)
-    if cached is None:
-        cached = segment.cache[key] = derive(*_weights(segment, stats, params, term))
-    return cached
-
-
-def _block_maxima(segment: Segment, stats: Stats, params: BM25Params, term: int) -> np.ndarray:
-    """The exact maxima of a term's cached weights over its blocks of postings (remembered
-    beside the weights: 1/128 of their size)."""
-    return _beside_weights(segment, stats, params, term, "bm", _maxima_of)
-
-
-def _maxima_of(_docs: np.ndarray, weights: np.ndarray) -> np.ndarray:
-    starts = np.arange(0, len(weights), cursors.BLOCK_SIZE)
-    return np.maximum.reduceat(weights, starts) if len(weights) else weights
-
-
-def _least_weight(segment: Segment, stats: Stats, params: BM25Params, term: int) -> float:
-    """The smallest of a term's cached weights (0.0 for none), remembered beside them."""
-    return _beside_weights(
-        segment, stats, params, term, "min", lambda _, w: float(w.min()) if len(w) else 0.0
-    )
-
-
-DENSE_SHARE = 0.5  # a term in more than this share of a segment's chunks: weights by chunk too
-
-
-def _dense(segment: Segment, stats: Stats, params: BM25Params, term: int):
-    """A very common term's weights by chunk number (`kernels.by_chunk`), remembered beside
-    its weights (at most twice their memory), or None for a term in fewer chunks."""
-    if segment.df(term) <= DENSE_SHARE * segment.n:
-        return None
-    n = segment.n
-    return _beside_weights(
-        segment, stats, params, term, "d", lambda d, w: kernels.by_chunk(d, w, n)
-    )
-
-
 def _kernel_into(target: Target, terms, stats: Stats, params: BM25Params, best: _Best) -> None:
     """Score the segment in compiled code: every match when there are few or a filter
     applies, else pruned by block maxima (the same chunks and scores, bit for bit, as
@@ -266,29 +213,24 @@ def _kernel_into(target: Target, terms, stats: Stats, params: BM25Params, best: 
     cost more than they save (1M, hybrid with a 1 % filter: 9-13 % slower pruned); deletes
     alone do not stop the pruning."""
     segment = target.segment
-    indexes = [segment.term_index(int(t)) for t in terms]
-    ptr = segment.ptr
-    work = sum(int(ptr[i + 1] - ptr[i]) for i in indexes if i >= 0)
-    postings = [_weights(segment, stats, params, term) for term in terms]
+    facts = [term_facts(segment, stats, params, term) for term in terms]
+    work = sum(f.span[1] - f.span[0] for f in facts)
     if work < PRUNE_WORK or target.filtered:
+        postings = [(f.docs, f.weights) for f in facts]
         docs, scores = kernels.score_top(segment.n, postings, target.eligible, best.k)
     else:
-        ranges = [(int(ptr[i]), int(ptr[i + 1])) if i >= 0 else (0, 0) for i in indexes]
-        maxima = [_block_maxima(segment, stats, params, term) for term in terms]
-        minima = [_least_weight(segment, stats, params, term) for term in terms]
-        dense = [_dense(segment, stats, params, term) for term in terms]
         docs, scores = kernels.score_top_pruned(
             segment.docs,
-            ranges,
-            [w for _, w in postings],
-            maxima,
+            [f.span for f in facts],
+            [f.weights for f in facts],
+            [f.maxima for f in facts],
             segment.n,
             target.eligible,
             best.k,
             best.threshold,
             MAXSCORE_SHARE,
-            minima,
-            dense,
+            [f.least for f in facts],
+            [f.dense for f in facts],
         )
     best.offer(segment.rows[docs], scores)
 
@@ -303,6 +245,9 @@ def _selective(target: Target, terms, stats, params, best: _Best) -> bool:
     eligible = target.eligible
     if eligible is None:
         return False
+    n = target.segment.n
+    if target.allowed is not None and target.allowed >= -(-n // 4):
+        return False  # (enough below is at most n / 4: no term is in more than n chunks)
     work = sum(target.segment.df(int(t)) for t in set(terms))
     enough = -(-work // (4 * max(len(terms), 1)))  # eligible chunks from which to score postings
     if enough <= 0:
@@ -333,7 +278,7 @@ def _exhaustive_together(
     scores = np.zeros(sum(sizes), np.float64)
     for term in terms:
         for target, offset in zip(targets, offsets):
-            docs, weights = _weights(target.segment, stats, params, term)
+            docs, weights = term_weights(target.segment, stats, params, term)
             if len(docs):
                 scores[docs + offset if offset else docs] += weights
     keep = scores > 0
