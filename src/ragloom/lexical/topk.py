@@ -37,6 +37,7 @@ PRUNE_WORK = 50_000
 # needed a chunk looked up in the non-essential terms (~25 ns each, against ~1 ns a posting
 # scored window by window): the bounds were not selective enough for this query.
 MAXSCORE_SHARE = 16
+FEW_OFFERED = 64  # the best k so far and an offer together below this: merged in plain Python
 
 
 @dataclass(frozen=True)
@@ -102,47 +103,52 @@ def _block_docs(segment: Segment, index: int, blocks: np.ndarray) -> np.ndarray:
 
 
 class _Best:
-    """The best k (score, row) pairs seen so far, and the score to beat. Kept as a plain list,
-    best first (score, then row): offers hold a few pairs each, where numpy's unique and
-    lexsort cost more than sorting them."""
+    """The best k (score, row) pairs seen so far, and the score to beat."""
 
     def __init__(self, k: int) -> None:
         self.k = k
-        self._kept: list[tuple[float, int]] = []
+        self.rows = np.zeros(0, np.int64)
+        self.scores = np.zeros(0, np.float64)
 
     def offer(self, rows: np.ndarray, scores: np.ndarray) -> None:
-        """Consider more (row, score) pairs; a row offered twice has the same exact score
-        (its first entry stays)."""
-        kept = self._kept
-        if len(kept) >= self.k:  # below the k-th score nothing can enter (ties can)
-            keep = scores >= kept[-1][0]
+        """Consider more (row, score) pairs; a row offered twice has the same exact score."""
+        if len(self.scores) >= self.k:  # below the k-th score nothing can enter (ties can)
+            keep = scores >= self.scores[-1]
             rows, scores = rows[keep], scores[keep]
         if not len(scores):
+            return
+        if len(scores) + len(self.scores) <= FEW_OFFERED:
+            self._offer_few(rows, scores)
             return
         if len(scores) > self.k:  # only the k best (ties kept) can matter
             floor = np.partition(scores, len(scores) - self.k)[len(scores) - self.k]
             keep = scores >= floor
             rows, scores = rows[keep], scores[keep]
-        seen = {row for _, row in kept}
+        rows = np.concatenate([self.rows, rows])
+        scores = np.concatenate([self.scores, scores])
+        rows, first = np.unique(rows, return_index=True)
+        scores = scores[first]
+        order = np.lexsort((rows, -scores))[: self.k]
+        self.rows, self.scores = rows[order], scores[order]
+
+    def _offer_few(self, rows: np.ndarray, scores: np.ndarray) -> None:
+        """`offer` for a few pairs as plain Python (numpy's unique and lexsort cost more at
+        this size): the same rows kept (a row's first entry), ordered by score, then row."""
+        kept = list(zip(self.scores.tolist(), self.rows.tolist()))
+        seen = set(self.rows.tolist())
         for row, score in zip(rows.tolist(), scores.tolist()):
             if row not in seen:
                 seen.add(row)
                 kept.append((score, row))
         kept.sort(key=lambda pair: (-pair[0], pair[1]))
         del kept[self.k :]
-
-    @property
-    def rows(self) -> np.ndarray:
-        return np.array([row for _, row in self._kept], np.int64)
-
-    @property
-    def scores(self) -> np.ndarray:
-        return np.array([score for score, _ in self._kept], np.float64)
+        self.scores = np.array([score for score, _ in kept], np.float64)
+        self.rows = np.array([row for _, row in kept], np.int64)
 
     @property
     def threshold(self) -> float:
         """A chunk must score at least this to enter (0 until k chunks are known)."""
-        return float(self._kept[-1][0]) if len(self._kept) >= self.k else 0.0
+        return float(self.scores[-1]) if len(self.scores) >= self.k else 0.0
 
 
 def _pruned(target: Target, terms: Sequence[int], stats: Stats, params: BM25Params, best: _Best):
