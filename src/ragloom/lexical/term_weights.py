@@ -26,10 +26,16 @@ class Stats:
     avgdl: float
 
 
+def _key(tag: str, term: int, stats: Stats, params: BM25Params) -> tuple:
+    """The cache key of what `tag` names for a term under one version's statistics: every
+    entry derived from a term's weights is keyed alike, so none outlives the weights'."""
+    return (tag, term, params.k1, params.b, stats.idf[term], stats.avgdl)
+
+
 def term_weights(segment: Segment, stats: Stats, params: BM25Params, term: int):
     """(docs, BM25 weights) of one term in one segment, remembered per segment for the same
     statistics (a read-mostly index answers many queries with the same N and lengths)."""
-    key = ("w", term, params.k1, params.b, stats.idf[term], stats.avgdl)
+    key = _key("w", term, stats, params)
     cached = segment.cache.get(key)
     if cached is not None:
         return cached
@@ -50,7 +56,7 @@ def term_weights(segment: Segment, stats: Stats, params: BM25Params, term: int):
 def _beside(segment: Segment, stats: Stats, params: BM25Params, term: int, tag, derive):
     """`derive(docs, weights)` of a term's cached weights, remembered beside them under the
     same statistics (`tag` names what is derived)."""
-    key = (tag, term, params.k1, params.b, stats.idf[term], stats.avgdl)
+    key = _key(tag, term, stats, params)
     cached = segment.cache.get(key)
     if cached is None:
         cached = segment.cache[key] = derive(*term_weights(segment, stats, params, term))
@@ -101,7 +107,7 @@ def term_facts(segment: Segment, stats: Stats, params: BM25Params, term: int) ->
     """One term's `TermFacts`, remembered beside its weights under the same statistics: one
     look-up a term and segment per query instead of one per fact (five dict look-ups and two
     bisections of the vocabulary: ~6 % of a 1M common query with its caches cold)."""
-    key = ("facts", term, params.k1, params.b, stats.idf[term], stats.avgdl)
+    key = _key("facts", term, stats, params)
     facts = segment.cache.get(key)
     if facts is None:
         i = segment.term_index(int(term))

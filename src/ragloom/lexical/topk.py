@@ -37,7 +37,7 @@ PRUNE_WORK = 50_000
 # needed a chunk looked up in the non-essential terms (~25 ns each, against ~1 ns a posting
 # scored window by window): the bounds were not selective enough for this query.
 MAXSCORE_SHARE = 16
-FEW_OFFERED = 64  # the best k so far and an offer together below this: merged in plain Python
+FEW_OFFERED = 64  # the best k so far and an offer together up to this: merged in plain Python
 
 
 @dataclass(frozen=True)
