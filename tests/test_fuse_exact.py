@@ -1,10 +1,11 @@
-"""The hot path's adaptive fusion (`adaptive.fuse_ranked`) and tie ranks (`pipeline.tie_ranks`)
-give exactly what the reference paths give, bit for bit: every field of every candidate, in
-the same order, with the same key order in its `__dict__` (scores compared by their bits, not
-`==`), over legs with exact ties, ties to 6 significant digits, near misses either side of a
-rounding boundary, overlaps, a row twice in one leg, negative and zero cosines, empty legs,
-caller weights and metadata preferences. The references: `fusion.fuse` (each leg's
-`leg_candidates`, `fusion._merge`, `adaptive_fusion`) and the rank loop below."""
+"""The hot path's adaptive fusion (`adaptive_ranked.fuse_ranked`) and tie ranks
+(`pipeline.tie_ranks`) give exactly what the reference paths give, bit for bit: every field
+of every candidate, in the same order, with the same key order in its `__dict__` (scores
+compared by their bits, not `==`), over legs with exact ties, ties to 6 significant digits,
+near misses either side of a rounding boundary, overlaps, a row twice in one leg, negative
+and zero cosines, empty legs, caller weights and metadata preferences. The references:
+`fusion.fuse` (each leg's `leg_candidates`, `fusion._merge`, `adaptive_fusion`) and the rank
+loop below."""
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ from collections import Counter
 
 import numpy as np
 
-from ragloom.retrieval.adaptive import fuse_ranked, support
+from ragloom.retrieval.adaptive import support
+from ragloom.retrieval.adaptive_ranked import fuse_ranked
 from ragloom.retrieval.fusion import fuse
 from ragloom.retrieval.pipeline import (
     DENSE,

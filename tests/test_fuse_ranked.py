@@ -1,4 +1,4 @@
-"""The hot paths' fusion (`adaptive.fuse_ranked`, `adaptive.alone_ranked`,
+"""The hot paths' fusion (`adaptive_ranked.fuse_ranked`, `adaptive_ranked.alone_ranked`,
 `fusion.fuse_legs_ranked`) gives exactly what the candidate-list functions give: the same
 candidates, field for field, in the same order, over legs with ties, overlaps, negative
 cosines, empty legs, caller weights and metadata preferences. `top_k` and `tie_ranks`,
@@ -9,7 +9,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ragloom.retrieval.adaptive import alone, alone_ranked, fuse_ranked
+from ragloom.retrieval.adaptive import alone
+from ragloom.retrieval.adaptive_ranked import alone_ranked, fuse_ranked
 from ragloom.retrieval.fusion import FUSIONS, fuse, fuse_legs_ranked
 from ragloom.retrieval.pipeline import (
     DENSE,

@@ -17,8 +17,16 @@ from typing import Any
 import numpy as np
 
 from ragloom.errors import InputError, InvalidRequest
-from ragloom.retrieval.adaptive import ADAPTIVE, Ranked, adaptive_fusion, fuse_ranked
-from ragloom.retrieval.pipeline import DENSE, LEXICAL, Candidate, evolve, leg_candidates
+from ragloom.retrieval.adaptive import ADAPTIVE, Ranked, adaptive_fusion, query_weights
+from ragloom.retrieval.adaptive_ranked import fuse_distinct, fuse_ranked
+from ragloom.retrieval.pipeline import (
+    DENSE,
+    LEXICAL,
+    Candidate,
+    drop_weak_dense_only,
+    evolve,
+    leg_candidates,
+)
 
 FUSIONS = (ADAPTIVE, "rrf", "weighted")
 NORMALIZATIONS = ("minmax", "zscore")
@@ -193,7 +201,7 @@ def fuse_legs_ranked(
     profile: Mapping[str, Any] | None = None,
 ) -> list[Candidate]:
     """`fuse` of the two legs' answers (row ids and scores, best first): adaptive fusion
-    builds each fused candidate once (`adaptive.fuse_ranked`), the others fuse the legs'
+    builds each fused candidate once (`adaptive_ranked.fuse_ranked`), the others fuse the legs'
     candidates (`pipeline.leg_candidates`)."""
     if method == ADAPTIVE:
         weights = weights or {}
@@ -201,3 +209,37 @@ def fuse_legs_ranked(
         return fuse_ranked(lexical, dense, ceiling, profile, weights, metadata_scores)
     legs = {LEXICAL: leg_candidates(LEXICAL, *lexical), DENSE: leg_candidates(DENSE, *dense)}
     return fuse(legs, method, rrf_k, weights, normalization, metadata_scores, ceiling, profile)
+
+
+def fuse_legs_head(
+    lexical: Ranked,
+    dense: Ranked,
+    method: str,
+    rrf_k: float,
+    weights: Mapping[str, float] | None,
+    normalization: str,
+    metadata_scores: Callable[[int], float] | None,
+    ceiling: float | None,
+    profile: Mapping[str, Any] | None,
+    floor: float | None,
+    keep: int | None,
+) -> tuple[list[Candidate], int]:
+    """`fuse_legs_ranked` with the dense-only hits below `floor` dropped, and how many were.
+    With `keep` (nothing after fusion reorders), adaptive fusion of distinct rows builds
+    only the candidates a top `keep` can hold, ties at the cut included: a hybrid query
+    fuses about 80 candidates for a top 10, and building them was most of fusion's time."""
+    if method == ADAPTIVE and metadata_scores is None:
+        weights = weights or {}
+        _check_weights(weights)
+        lex_rows, den_rows = lexical[0].tolist(), dense[0].tolist()
+        chosen = query_weights(lex_rows, den_rows, profile, weights, ceiling)
+        found = fuse_distinct(lexical, dense, lex_rows, den_rows, chosen, floor, keep)
+        if found is not None:
+            return found
+    fused = fuse_legs_ranked(
+        lexical, dense, method, rrf_k, weights, normalization, metadata_scores, ceiling, profile
+    )
+    if floor is None:
+        return fused, 0
+    kept = drop_weak_dense_only(fused, floor)
+    return kept, len(fused) - len(kept)

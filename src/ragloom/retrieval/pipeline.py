@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import math
 import unicodedata
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
@@ -120,6 +121,14 @@ def tie_ranks(scores: Sequence[float] | np.ndarray) -> list[int]:
     return ranks
 
 
+def tie_rank(scores: Sequence[float], i: int) -> int:
+    """`tie_ranks(scores)[i]` alone: the rank of the first score tied with the i-th (a top
+    k built from a fused pool needs the ranks of a few rows of each leg)."""
+    while i and _tied(scores[i - 1], scores[i]):
+        i -= 1
+    return i + 1
+
+
 def _tie_ranks_few(values: list[float]) -> list[int]:
     """`tie_ranks` of a few scores: the same neighbour test in plain Python."""
     ranks = list(range(1, len(values) + 1))
@@ -175,6 +184,25 @@ def drop_weak_dense_only(candidates: Sequence[Candidate], min_similarity: float)
         for c in candidates
         if c.match != DENSE or (c.dense_score is not None and c.dense_score >= min_similarity)
     ]
+
+
+def head_positions(
+    order: Sequence[int], scores: Sequence[float], weak: Sequence[bool], keep: int | None
+) -> tuple[list[int], int]:
+    """The positions of `order` (best first by `scores`) left once the `weak` ones are
+    dropped, and how many were; with `keep`, only those a top `keep` can hold: the first
+    `keep` and the ones tied with the last of them (`top_k`'s ties at the cut). No cut when
+    a score is NaN or infinite (`top_k` then rounds every score)."""
+    kept = [m for m in order if not weak[m]]
+    dropped = len(order) - len(kept)
+    if keep is None or keep < 1 or len(kept) <= keep:
+        return kept, dropped
+    if not math.isfinite(sum(scores)):  # the weak ones too: no cut is always exact
+        return kept, dropped
+    last, end = scores[kept[keep - 1]], keep
+    while end < len(kept) and _tied(last, scores[kept[end]]):
+        end += 1
+    return kept[:end], dropped
 
 
 def apply_min_score(candidates: Sequence[Candidate], min_score: float | None) -> list[Candidate]:

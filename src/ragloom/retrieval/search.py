@@ -25,7 +25,7 @@ from ragloom.filters import (
     predicate_of,
 )
 from ragloom.lexical import BM25Params
-from ragloom.retrieval import adaptive, controls, fusion, pipeline
+from ragloom.retrieval import adaptive_ranked, controls, fusion, pipeline
 from ragloom.retrieval.beside import Beside
 from ragloom.retrieval.controls import MISSING_POLICIES, BoostRule, MetadataOf
 from ragloom.retrieval.fusion import DEFAULT_FUSION, DEFAULT_NORMALIZATION
@@ -317,13 +317,13 @@ def fuse_legs(
     later = Beside(dense, query, depth, start=started) if mode == "hybrid" else None
     with later or nullcontext():
         if mode == "dense":
-            ranked = adaptive.alone_ranked(DENSE, dense(query, depth), None)  # type: ignore[misc]
+            ranked = adaptive_ranked.alone_ranked(DENSE, dense(query, depth), None)  # type: ignore[misc]
         else:
             found = lexical(query, depth)
             with timed("lexical"):  # the query's BM25 ceiling: its terms' document frequencies
                 top = ceiling(query) if ceiling is not None else None
             if mode == "lexical":
-                ranked = adaptive.alone_ranked(LEXICAL, found, top)
+                ranked = adaptive_ranked.alone_ranked(LEXICAL, found, top)
         if mode == "hybrid":
             try:
                 answer = later.result()  # type: ignore[union-attr]
@@ -331,10 +331,13 @@ def fuse_legs(
                 if options.strict:
                     raise
                 degraded, reason = True, f"{exc.code}: {exc.message}"
-                ranked = adaptive.alone_ranked(LEXICAL, found, top)  # the lexical leg alone answers
+                # the lexical leg alone answers
+                ranked = adaptive_ranked.alone_ranked(LEXICAL, found, top)
             else:
                 with timed("fusion"):
-                    ranked = fusion.fuse_legs_ranked(
+                    floor = options.min_dense_similarity
+                    floor = dense_floor if floor is None else floor
+                    ranked, below = fusion.fuse_legs_head(
                         found,
                         answer,
                         options.fusion,
@@ -344,13 +347,9 @@ def fuse_legs(
                         _preference_scorer(options, metadata_of),
                         top,
                         profile,
+                        floor,
+                        None if options.reorders else options.top_k,  # what `refine` keeps
                     )
-                    floor = options.min_dense_similarity
-                    floor = dense_floor if floor is None else floor
-                    if floor is not None:
-                        fused = len(ranked)
-                        ranked = pipeline.drop_weak_dense_only(ranked, floor)
-                        below = fused - len(ranked)
     return Ranking(ranked, mode, degraded, reason, floor=floor, below_floor=below)
 
 
