@@ -22,7 +22,7 @@ import numpy as np
 
 from ragloom.lexical import kernels
 from ragloom.lexical.bm25 import BM25Params, bm25_weights
-from ragloom.lexical.term_weights import Stats, term_facts, term_weights
+from ragloom.lexical.term_weights import Stats, by_chunk_weights, term_facts, term_weights
 from ragloom.segments.segment import BLOCK, Segment
 
 SMALL_SEGMENT = 16384  # below this many chunks, scoring everything is cheaper than pruning
@@ -67,10 +67,16 @@ def _score_all(target: Target, terms: Sequence[int], stats: Stats, params: BM25P
 def _score_docs(
     segment: Segment, docs: np.ndarray, terms: Sequence[int], stats: Stats, params: BM25Params
 ) -> np.ndarray:
-    """Exact scores of the given chunks (ascending chunk numbers), summed in query order."""
+    """Exact scores of the given chunks (ascending chunk numbers), summed in query order. A
+    very common term's weights by chunk number are read at the chunks (one read each, 0.0
+    where absent adds nothing) instead of bisecting its long postings once a chunk."""
     scores = np.zeros(len(docs), np.float64)
     keys = docs.astype(np.int64)  # the cached postings' dtype: no copy to compare
     for term in terms:
+        by_chunk = by_chunk_weights(segment, stats, params, term)
+        if by_chunk is not None:
+            scores += by_chunk[docs]
+            continue
         postings, weights = term_weights(segment, stats, params, term)
         if not len(postings) or not len(docs):
             continue
