@@ -157,3 +157,20 @@ def test_graphs_are_searched_in_place_not_copied(graph_index: Index) -> None:
             assert not graph.hnsw.neighbors.is_owned
             assert not faiss.downcast_index(graph.storage).codes.is_owned
         assert index.search("query topic5 here", top_k=5, mode="dense")
+
+
+def test_a_selective_filter_lists_its_chunks_again_exactly(graph_index: Index) -> None:
+    """The exact scan of a selective filter's few chunks (their list remembered per filter)
+    returns every eligible chunk, each time, for each filter, and forgets deleted ones. (A
+    filter's chunks share their topic with the query: cosines above 0, no ties at 0.)"""
+    for _ in range(2):  # the second search reads the remembered list
+        for s in (7, 8):
+            query = f"query {WORDS[s]} here"
+            hits = graph_index.search(query, top_k=12, mode="dense", filters={"s": s})
+            assert [h.chunk_id for h in hits] == _exact(graph_index, query, 12, {"s": s})
+    query = f"query {WORDS[7]} here"
+    gone = graph_index.search(query, top_k=1, mode="dense", filters={"s": 7})[0].document_id
+    graph_index.delete(gone)
+    hits = graph_index.search(query, top_k=12, mode="dense", filters={"s": 7})
+    assert len(hits) == 11 and gone not in {h.document_id for h in hits}
+    assert [h.chunk_id for h in hits] == _exact(graph_index, query, 12, {"s": 7})
