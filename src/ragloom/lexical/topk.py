@@ -22,7 +22,7 @@ import numpy as np
 
 from ragloom.lexical import kernels
 from ragloom.lexical.bm25 import BM25Params, bm25_weights
-from ragloom.lexical.term_weights import Stats, by_chunk_weights, term_facts, term_weights
+from ragloom.lexical.term_weights import Stats, term_facts, term_weights
 from ragloom.segments.segment import BLOCK, Segment
 
 SMALL_SEGMENT = 16384  # below this many chunks, scoring everything is cheaper than pruning
@@ -48,6 +48,7 @@ class Target:
     eligible: np.ndarray | None  # bool per chunk; None: every chunk
     filtered: bool = False  # a metadata filter narrows `eligible` (not only deletes)
     allowed: int | None = None  # how many chunks `eligible` allows, when the caller knows
+    listed: np.ndarray | None = None  # the chunks `eligible` allows, when the caller has them
 
 
 def _score_all(target: Target, terms: Sequence[int], stats: Stats, params: BM25Params):
@@ -73,11 +74,11 @@ def _score_docs(
     scores = np.zeros(len(docs), np.float64)
     keys = docs.astype(np.int64)  # the cached postings' dtype: no copy to compare
     for term in terms:
-        by_chunk = by_chunk_weights(segment, stats, params, term)
-        if by_chunk is not None:
-            scores += by_chunk[docs]
+        facts = term_facts(segment, stats, params, term)
+        if facts.dense is not None:
+            scores += facts.dense[docs]
             continue
-        postings, weights = term_weights(segment, stats, params, term)
+        postings, weights = facts.docs, facts.weights
         if not len(postings) or not len(docs):
             continue
         pos = postings.searchsorted(keys)
@@ -254,7 +255,8 @@ def _selective(target: Target, terms, stats, params, best: _Best) -> bool:
     n = target.segment.n
     if target.allowed is not None and target.allowed >= -(-n // 4):
         return False  # (enough below is at most n / 4: no term is in more than n chunks)
-    work = sum(target.segment.df(int(t)) for t in set(terms))
+    segment = target.segment  # (each term's postings count from its cached facts)
+    work = sum(len(term_facts(segment, stats, params, t).docs) for t in set(terms))
     enough = -(-work // (4 * max(len(terms), 1)))  # eligible chunks from which to score postings
     if enough <= 0:
         return False
@@ -265,8 +267,8 @@ def _selective(target: Target, terms, stats, params, best: _Best) -> bool:
     # of the cost (counting 480k flags takes ~20 us a segment); listing them all costs more.
     elif np.count_nonzero(eligible[: 2 * enough]) >= enough or np.count_nonzero(eligible) >= enough:
         return False
-    docs = np.flatnonzero(eligible)
-    scores = _score_docs(target.segment, docs, terms, stats, params)
+    docs = target.listed if target.listed is not None else np.flatnonzero(eligible)
+    scores = _score_docs(segment, docs, terms, stats, params)
     keep = scores > 0
     best.offer(target.segment.rows[docs[keep]], scores[keep])
     return True

@@ -58,5 +58,7 @@ def _scoring(
     for part in view.parts:
         eligible = part.eligible(where, where_key)
         allowed = None if eligible is None else part.allowed(eligible)
-        targets.append(topk.Target(part.segment, eligible, filtered, allowed))
+        few = allowed is not None and allowed < part.segment.n // 4  # (`_selective` may list)
+        listed = part.listed(eligible) if eligible is not None and few else None
+        targets.append(topk.Target(part.segment, eligible, filtered, allowed, listed))
     return targets, stats

@@ -77,6 +77,21 @@ class Part:
             remembered = self.cache[key] = (mask, int(np.count_nonzero(mask)))
         return remembered[1]
 
+    def listed(self, mask: np.ndarray) -> np.ndarray:
+        """The chunk numbers `mask` (as for `allowed`) allows, remembered beside that very
+        array while they are fewer than a quarter of the part's chunks: a selective filter's
+        chunks are scored one by one (listing 100k flags took ~14 us a query, 1M ~140 us)."""
+        key = ("listed", id(mask))
+        remembered = self.cache.get(key)
+        if remembered is not None and remembered[0] is mask:
+            return remembered[1]
+        docs = np.flatnonzero(mask)
+        if len(docs) < self.segment.n // 4:
+            if len(self.cache) > 64:
+                self.cache.clear()
+            self.cache[key] = (mask, docs)
+        return docs
+
     def deleting(self, docs: np.ndarray) -> Part:
         """This part with more chunks deleted (chunk numbers; already-dead ones ignored)."""
         dead = np.zeros(self.segment.n, bool) if self.dead is None else self.dead.copy()
