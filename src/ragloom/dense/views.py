@@ -66,7 +66,7 @@ def search_part(
         ok = _searchable(part, eligible, epoch, key)
         docs = _approximate(part, query, k, ok, epoch, key)
         if docs is None:
-            docs = _listed(part, ok, epoch, key)
+            docs = part.listed(ok)  # (`ok` is remembered per filter: so is its list)
             if len(docs) and len(docs) >= seg.n // 4:
                 scores = _row_dots(seg.vectors, query)[docs]
                 pools.append((docs, scores))
@@ -116,19 +116,6 @@ def _mask_facts(part: Part, ok: np.ndarray, epoch: int, key: Any) -> tuple[int, 
         packed = None if count == len(ok) else np.packbits(ok, bitorder="little")
         facts = part.cache[cache_key] = (count, packed)
     return facts
-
-
-def _listed(part: Part, ok: np.ndarray, epoch: int, key: Any) -> np.ndarray:
-    """The chunk numbers `_searchable`'s mask allows, remembered beside it when they are
-    fewer than a quarter of the chunks (a selective filter's exact scan: listing 100k flags
-    took ~14 us a query, 1M ~140 us; at most twice the mask's memory)."""
-    cache_key = ("listed", epoch, key)
-    docs = part.cache.get(cache_key)
-    if docs is None:
-        docs = np.flatnonzero(ok)
-        if len(docs) < part.segment.n // 4:
-            part.cache[cache_key] = docs
-    return docs
 
 
 def _approximate(
