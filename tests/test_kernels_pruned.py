@@ -119,13 +119,19 @@ def test_ties_at_the_kth_score_are_all_returned() -> None:
             assert _pruned(segment, terms, stats, params, None, 10, 0.0, share) == want
 
 
-@pytest.mark.parametrize("share", [0, 1, 16, 10**9])
-def test_search_with_the_pruning_kernels_equals_exhaustive(monkeypatch, share: int) -> None:
+@pytest.mark.parametrize(
+    ("share", "walked"), [(0, 0), (1, 0), (16, 0), (10**9, 0), (16, topk.MAXSCORE_WALKED)]
+)
+def test_search_with_the_pruning_kernels_equals_exhaustive(
+    monkeypatch, share: int, walked: int
+) -> None:
     """Through `topk.search`: several segments (the k-th score carried from one to the next),
-    deletes and filters; windows only, MaxScore, the default, MaxScore giving up early."""
+    deletes and filters; windows only, MaxScore always tried first, MaxScore giving up early,
+    and the default choice between them."""
     monkeypatch.setattr(topk, "PRUNE_WORK", 0)
     monkeypatch.setattr(topk, "MAXSCORE_SHARE", share)
-    rng = np.random.default_rng(share % 97)
+    monkeypatch.setattr(topk, "MAXSCORE_WALKED", walked)
+    rng = np.random.default_rng(share % 97 + walked)
     segments, row = [], 1
     for n in (7000, 2500, 600):
         segments.append(_segment(rng, n, vocab=1500, first_row=row))
@@ -280,3 +286,36 @@ def test_very_common_terms_read_by_chunk_number_score_the_same() -> None:
                     )  # seeking every term's postings instead
                     order = np.argsort(docs, kind="stable")
                     assert (docs[order].tolist(), scores[order].tolist()) == want
+
+
+def test_maxscore_is_tried_only_for_postings_mostly_read_by_chunk_number(monkeypatch) -> None:
+    """A segment's query goes to MaxScore (share > 0) when at most 1 in MAXSCORE_WALKED of its
+    postings belong to terms in at most half the chunks, else window by window (share 0)."""
+    monkeypatch.setattr(topk, "PRUNE_WORK", 0)
+    rng = np.random.default_rng(11)
+    segment = _segment(rng, 6000, vocab=3000)
+    counts = {t: len(segment.postings(t)[0]) for t in range(3000)}
+    common = [t for t, c in counts.items() if 2 * c > segment.n]  # read by chunk number
+    rare = [t for t, c in counts.items() if 0 < c * topk.MAXSCORE_WALKED < segment.n // 8]
+    mid = [t for t, c in counts.items() if segment.n // 10 < c < segment.n // 3]
+    assert len(common) >= 2 and rare and mid  # what the test needs of the corpus
+    shares = []
+    real = kernels.score_top_pruned
+
+    def spy(*args, **kw):
+        shares.append(args[8])
+        return real(*args, **kw)
+
+    monkeypatch.setattr(kernels, "score_top_pruned", spy)
+    for terms, tried in (
+        (common[:2], True),  # only very common words
+        (common[:2] + rare[:1], True),  # a rare word's few postings among them
+        (common[:1] + mid[:2], False),  # a very common word among mid-frequency ones
+        (mid[:3], False),
+    ):
+        shares.clear()
+        stats = _stats(segment, terms)
+        got = search([Target(segment, None)], terms, 10, stats, BM25Params())
+        want = search([Target(segment, None)], terms, 10, stats, BM25Params(), prune=False)
+        assert got[0].tolist() == want[0].tolist() and got[1].tolist() == want[1].tolist()
+        assert shares == [topk.MAXSCORE_SHARE if tried else 0], (terms, tried)

@@ -7,9 +7,10 @@ bounds): terms whose best possible contribution cannot lift a chunk to the curre
 supply no candidates, and blocks of postings whose bound cannot either are never read.
 The threshold comes from a first pass over the most promising blocks and rises segment by
 segment. With numba (`ragloom.lexical.kernels`) compiled kernels do the same: a segment's
-few matches are all scored, more go to block-max MaxScore (`ragloom.lexical.maxscore`) or,
-when its bounds do not prune, to block-max windows of chunks (`ragloom.lexical.windows`),
-largest segment first so the k-th score it reaches lets the others skip more.
+few matches are all scored; more go to block-max MaxScore (`ragloom.lexical.maxscore`) when
+nearly all of them are postings of very common terms (read by chunk number), else, or when its
+bounds do not prune, to block-max windows of chunks (`ragloom.lexical.windows`); largest
+segment first so the k-th score it reaches lets the others skip more.
 Pure numeric code: statistics (N, average length, df) come from the caller.
 """
 
@@ -37,6 +38,12 @@ PRUNE_WORK = 50_000
 # needed a chunk looked up in the non-essential terms (~25 ns each, against ~1 ns a posting
 # scored window by window): the bounds were not selective enough for this query.
 MAXSCORE_SHARE = 16
+# MaxScore is tried only when at most 1 in MAXSCORE_WALKED of the query's postings in a segment
+# belong to terms it cannot read by chunk number (terms in at most half the chunks): those it
+# walks or seeks at ~25 ns a posting. A query of a very common word among rarer ones (every
+# hybrid query of the scale bench) spent 1.5-8x the time of windows in MaxScore (100k and 1M,
+# bench/lexical_kernel_choice.py). 0: MaxScore is always tried first.
+MAXSCORE_WALKED = 64
 FEW_OFFERED = 64  # the best k so far and an offer together up to this: merged in plain Python
 
 
@@ -216,9 +223,10 @@ def _pruned(target: Target, terms: Sequence[int], stats: Stats, params: BM25Para
 def _kernel_into(target: Target, terms, stats: Stats, params: BM25Params, best: _Best) -> None:
     """Score the segment in compiled code: every match when there are few or a filter
     applies, else pruned by block maxima (the same chunks and scores, bit for bit, as
-    `_score_all` ranks first). Bounds ignore the filter, so with one they prune little and
-    cost more than they save (1M, hybrid with a 1 % filter: 9-13 % slower pruned); deletes
-    alone do not stop the pruning."""
+    `_score_all` ranks first): MaxScore first only when `MAXSCORE_WALKED` allows, else
+    windows. Bounds ignore the filter, so with one they prune little and cost more than they
+    save (1M, hybrid with a 1 % filter: 9-13 % slower pruned); deletes alone do not stop the
+    pruning."""
     segment = target.segment
     facts = [term_facts(segment, stats, params, term) for term in terms]
     work = sum(f.span[1] - f.span[0] for f in facts)
@@ -226,6 +234,8 @@ def _kernel_into(target: Target, terms, stats: Stats, params: BM25Params, best: 
         postings = [(f.docs, f.weights) for f in facts]
         docs, scores = kernels.score_top(segment.n, postings, target.eligible, best.k)
     else:
+        walked = sum(f.span[1] - f.span[0] for f in facts if f.dense is None)
+        share = MAXSCORE_SHARE if walked * MAXSCORE_WALKED <= work else 0
         docs, scores = kernels.score_top_pruned(
             segment.docs,
             [f.span for f in facts],
@@ -235,7 +245,7 @@ def _kernel_into(target: Target, terms, stats: Stats, params: BM25Params, best: 
             target.eligible,
             best.k,
             best.threshold,
-            MAXSCORE_SHARE,
+            share,
             [f.least for f in facts],
             [f.dense for f in facts],
         )
