@@ -81,7 +81,8 @@ def main() -> None:
     corpus = Corpus()
     index = Index(args.index, embedder=None, read_only=True)
     index.warm()
-    segments = index.stats()["collections"]["default"]["segments"]
+    held = index.stats()["collections"]["default"]["segments"]
+    segments = f"{held['files']} segment files, {held['memory']} in memory"
     texts = [corpus.texts(n + 1000 + 37 * i, 1)[0] for i in range(40)]
     hybrid = [" ".join(text.split()[:8]) for text in texts]
     kinds = [
