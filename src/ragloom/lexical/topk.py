@@ -40,9 +40,10 @@ PRUNE_WORK = 50_000
 MAXSCORE_SHARE = 16
 # MaxScore is tried only when at most 1 in MAXSCORE_WALKED of the query's postings in a segment
 # belong to terms it cannot read by chunk number (terms in at most half the chunks): those it
-# walks or seeks at ~25 ns a posting. A query of a very common word among rarer ones (every
-# hybrid query of the scale bench) spent 1.5-8x the time of windows in MaxScore (100k and 1M,
-# bench/lexical_kernel_choice.py). 0: MaxScore is always tried first.
+# walks or seeks at ~25 ns a posting. Queries of a very common word among rarer ones (the
+# scale bench's hybrid queries, a chunk's first words) took 1.6-1.8x the windows' time in
+# MaxScore at the p50 and 2.3-3.9x at the p95, 100k and 1M, though a few were faster in it
+# (bench/lexical_kernel_choice.py). 0: MaxScore is always tried first.
 MAXSCORE_WALKED = 64
 FEW_OFFERED = 64  # the best k so far and an offer together up to this: merged in plain Python
 
