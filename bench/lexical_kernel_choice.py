@@ -4,7 +4,7 @@ choice (`ragloom.lexical.topk.MAXSCORE_WALKED`: MaxScore only when nearly all th
 postings are of very common terms, read by chunk number). All three return the same chunks
 and scores (tests/test_kernels_pruned.py); only their time differs.
 
-Usage: python bench/lexical_kernel_choice.py INDEX [--n N] [--rounds 2] [--cache DIR]
+Usage: python bench/lexical_kernel_choice.py INDEX [--n N] [--rounds 2]
 
 INDEX is a settled bench/scale.py index (scale-N.db; any other name needs --n), opened
 read-only. Queries: bench/scale.py's (the first 8 words of 40 unseen chunks, as its hybrid
