@@ -25,7 +25,7 @@ from rich.table import Table
 
 sys.path.insert(0, str(Path(__file__).parent))
 from interleave import alternate, spread  # noqa: E402
-from scale_data import BenchEmbedder, Corpus  # noqa: E402
+from scale_data import BenchEmbedder, Corpus, hybrid_words, query_chunks  # noqa: E402
 
 from ragloom import Index  # noqa: E402
 
@@ -45,7 +45,7 @@ def main() -> None:
     table = corpus.vector_table(n + 100_000, args.cache)
     index = Index(args.index, embedder=BenchEmbedder(corpus, table=table), read_only=True)
     index.warm()
-    texts = [" ".join(corpus.texts(n + 1000 + 37 * i, 1)[0].split()[:8]) for i in range(40)]
+    texts = [hybrid_words(corpus.texts(q, 1)[0]) for q in query_chunks(n)]
     out = Table(title=f"{n:,} chunks: hybrid p50 / p95 ms, legs in line vs beside")
     for column in ("round", "filter", "in line", "beside", "in line / beside"):
         out.add_column(column)

@@ -29,7 +29,7 @@ from rich.table import Table
 
 sys.path.insert(0, str(Path(__file__).parent))
 from interleave import spread  # noqa: E402
-from scale_data import Corpus, query_words  # noqa: E402
+from scale_data import Corpus, hybrid_words, query_chunks, query_words  # noqa: E402
 
 from ragloom import Index  # noqa: E402
 from ragloom.engine.options import search_options  # noqa: E402
@@ -59,7 +59,7 @@ def rotated(index: Index, queries: list[str], depth: int, repeats: int) -> dict[
     for _ in range(repeats):
         for query in queries:
             turn += 1
-            for name in names[turn % 3 :] + names[: turn % 3]:
+            for name in names[turn % len(names) :] + names[: turn % len(names)]:
                 use(name)
                 started = time.perf_counter()
                 index.rank(query, options)
@@ -83,8 +83,7 @@ def main() -> None:
     index.warm()
     held = index.stats()["collections"]["default"]["segments"]
     segments = f"{held['files']} segment files, {held['memory']} in memory"
-    texts = [corpus.texts(n + 1000 + 37 * i, 1)[0] for i in range(40)]
-    hybrid = [" ".join(text.split()[:8]) for text in texts]
+    hybrid = [hybrid_words(corpus.texts(q, 1)[0]) for q in query_chunks(n)]
     kinds = [
         ("hybrid's lexical leg, depth 40", hybrid, 40, 5),
         ("hybrid's words, depth 10", hybrid, 10, 5),

@@ -34,7 +34,7 @@ from rich.console import Console
 from rich.table import Table
 
 sys.path.insert(0, str(Path(__file__).parent))
-from scale_data import Corpus, query_words  # noqa: E402
+from scale_data import Corpus, query_chunks, query_words  # noqa: E402
 from scale_peers import build_fts5, exact_topk, fts5_query  # noqa: E402
 
 console = Console(width=160)
@@ -104,9 +104,9 @@ def peers(corpus: Corpus, n: int, work: Path, cache: Path, which: set[str]) -> d
         masks = {"none": None, "1%": rows % 100 == 7, "0.1%": (rows * 7919) % 1000 == 123}
         for fname, mask in masks.items():
             times = []
-            for q in range(20):
+            for q in query_chunks(n, 20):
                 started = time.perf_counter()
-                exact_topk(matrix, table[n + 1000 + 37 * q], 10, mask)
+                exact_topk(matrix, table[q], 10, mask)
                 times.append((time.perf_counter() - started) * 1000)
             out[f"numpy {fname}"] = times
     return out

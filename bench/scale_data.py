@@ -193,6 +193,17 @@ class BenchEmbedder(Embedder):
         return {"provider": "custom", "model": self.name, "dimension": DIMENSION}
 
 
+def query_chunks(n: int, count: int = 40) -> list[int]:
+    """Numbers of the chunks whose texts (and vectors) are the benchmark's queries: never
+    indexed in an index of `n` chunks."""
+    return [n + 1000 + 37 * i for i in range(count)]
+
+
+def hybrid_words(text: str) -> str:
+    """A hybrid query of the benchmark: the first 8 words of a query chunk's text."""
+    return " ".join(text.split()[:8])
+
+
 def query_words(corpus: Corpus) -> dict[str, list[str]]:
     """The benchmark's query terms by how common they are (ragloom and FTS5 ask the same)."""
     return {

@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from scale_data import Corpus, query_words
+from scale_data import Corpus, hybrid_words, query_chunks, query_words
 
 BATCH = 10_000
 
@@ -100,7 +100,7 @@ def serve_qdrant(path: Path, n: int, cache: Path) -> dict:
     }
     rows = np.arange(n)
     masks = {"none": None, "1%": rows % 100 == 7, "0.1%": (rows * 7919) % 1000 == 123}
-    queries = [n + 1000 + 37 * i for i in range(40)]
+    queries = query_chunks(n)
     texts = [corpus.texts(number, 1)[0] for number in queries]
 
     out: dict = {"open_s": open_s}
@@ -162,7 +162,7 @@ def _mix(
             vector = np.asarray(table[number]).tolist()
 
             def request(vector=vector, text=text, where=where):
-                sparse = model.embed_query(" ".join(text.split()[:8]))
+                sparse = model.embed_query(hybrid_words(text))
                 return q.QueryRequest(
                     limit=10,
                     prefetches=[

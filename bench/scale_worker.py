@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from scale_data import BenchEmbedder, Corpus, query_words
+from scale_data import BenchEmbedder, Corpus, hybrid_words, query_chunks, query_words
 from scale_peers import build_bm25s, exact_topk
 from scale_qdrant import build_qdrant, serve_qdrant
 
@@ -132,7 +132,7 @@ def ids_mix(index: Index, n: int, corpus: Corpus) -> dict:
     """`query_mix`'s latencies with ids and scores only (keys end in " ids")."""
     words = {label: " ".join(terms) for label, terms in query_words(corpus).items()}
     filters = {"none": None, "1%": {"group": 7}, "0.1%": {"shard": 123}}
-    texts = [corpus.texts(n + 1000 + 37 * i, 1)[0] for i in range(40)]
+    texts = [corpus.texts(q, 1)[0] for q in query_chunks(n)]
     out: dict = {}
     for fname, spec in filters.items():
         for label, query in words.items():
@@ -143,7 +143,7 @@ def ids_mix(index: Index, n: int, corpus: Corpus) -> dict:
             _ids_latency(index, text, mode="dense", filters=spec) for text in texts
         ]
         out[f"hybrid {fname} ids"] = [
-            _ids_latency(index, " ".join(t.split()[:8]), filters=spec) for t in texts
+            _ids_latency(index, hybrid_words(t), filters=spec) for t in texts
         ]
     return out
 
@@ -155,7 +155,7 @@ def query_mix(index: Index, n: int, corpus: Corpus, table: np.ndarray) -> dict:
     rows = np.arange(n)
     masks = {"none": None, "1%": rows % 100 == 7, "0.1%": (rows * 7919) % 1000 == 123}
     results: dict = {}
-    queries = [n + 1000 + 37 * i for i in range(40)]  # unseen chunks as queries
+    queries = query_chunks(n)  # unseen chunks as queries
     texts = [corpus.texts(q, 1)[0] for q in queries]
     found: dict[str, list[set[int]]] = {}
     for fname, spec in filters.items():
@@ -170,7 +170,7 @@ def query_mix(index: Index, n: int, corpus: Corpus, table: np.ndarray) -> dict:
             found[fname].append({int(h.document_id[1:]) for h in hits})
         results[f"dense {fname}"] = times
         results[f"hybrid {fname}"] = [
-            _latency(index, " ".join(t.split()[:8]), filters=spec)[0] for t in texts
+            _latency(index, hybrid_words(t), filters=spec)[0] for t in texts
         ]
     for fname, got_all in found.items():  # after every timed loop: exact scans evict caches
         recall = [
