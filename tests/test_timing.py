@@ -31,6 +31,15 @@ def test_nested_stages_are_exclusive_and_add_up() -> None:
     assert parts == pytest.approx(ms["total"], abs=0.05)
 
 
+def test_stages_outside_the_pipeline_follow_it_in_the_order_they_first_ran() -> None:
+    timer = StageTimer()
+    with timer.running():
+        for name in ("zeta", "hydrate", "alpha", "lexical", "zeta"):
+            with timed(name):
+                pass
+    assert list(timer.to_dict()) == ["lexical", "hydrate", "other", "zeta", "alpha", "total"]
+
+
 def test_repeated_stage_adds_up_and_timed_without_timer_is_a_no_op() -> None:
     with timed("lexical"):  # no active timer: nothing to record, nothing raised
         pass

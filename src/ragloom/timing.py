@@ -78,11 +78,10 @@ class StageTimer:
 
     def to_dict(self) -> dict[str, float]:
         """Milliseconds per stage that ran, in pipeline order, then `total`."""
-        order = {name: i for i, name in enumerate(STAGES)}
-        out = {
-            name: round(ms, 3)
-            for name, ms in sorted(self.ms.items(), key=lambda kv: order.get(kv[0], len(order)))
-        }
+        ms = self.ms
+        out = {name: round(ms[name], 3) for name in STAGES if name in ms}
+        if len(out) < len(ms):  # stages outside STAGES follow, in the order they first ran
+            out.update((name, round(v, 3)) for name, v in ms.items() if name not in out)
         if self.total_ms is not None:
             out["total"] = round(self.total_ms, 3)
         return out

@@ -28,7 +28,7 @@ class StoredDocument:
     pending: int = 0  # chunks still waiting for a vector
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)  # not frozen: ten are made per search, and frozen inits are slow
 class StoredChunk:
     """A chunk row joined with its document, ready to become a hit."""
 

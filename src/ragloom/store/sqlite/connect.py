@@ -22,6 +22,10 @@ from ragloom.store.sqlite.errors import CHECK_HINT, from_sqlite
 from ragloom.store.sqlite.schema import APPLICATION_ID, SCHEMA, SCHEMA_VERSION
 
 BUSY_MS = 30_000
+# Readers map the file (SQLite caps this at its compile-time limit, 2 GB by default): a
+# hit's pages are then read in place from the page cache, not copied in by a system call
+# each. The mapped pages are the file's, shared with the page cache: no anonymous memory.
+MMAP_BYTES = 1 << 31
 
 
 @dataclass(frozen=True)
@@ -46,6 +50,7 @@ def connect(path: Path, read_only: bool, immutable: bool = False) -> sqlite3.Con
         conn.execute(f"PRAGMA busy_timeout={BUSY_MS}")
         if read_only:
             conn.execute("PRAGMA query_only=ON")
+            conn.execute(f"PRAGMA mmap_size={MMAP_BYTES}")
         else:
             conn.execute("PRAGMA foreign_keys=ON")
             conn.execute("PRAGMA synchronous=NORMAL")

@@ -18,6 +18,7 @@ from ragloom.lexical.bm25 import BM25Params
 from ragloom.segments.view import CollectionView
 from ragloom.store.base import CollectionReader, Snapshot
 from ragloom.store.records import CollectionInfo, StoredChunk, StoredDocument
+from ragloom.store.rows import from_json
 from ragloom.store.sqlite.slices import rows_in
 from ragloom.store.sqlite.views import CollectionRow
 from ragloom.store.text import stitch, text_hash
@@ -245,9 +246,9 @@ class SQLiteSnapshot(Snapshot):
         )
         out = {}
         for row_id, n, text, start, end, meta, doc_id, source, title, doc_meta, name in records:
-            metadata = json.loads(doc_meta)
+            metadata = from_json(doc_meta)
             if meta:
-                metadata = {**metadata, **json.loads(meta)}
+                metadata.update(from_json(meta))
             out[row_id] = StoredChunk(
                 row_id, f"{doc_id}-{n}", doc_id, n, text, start, end, metadata, source, title, name
             )
