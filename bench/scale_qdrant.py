@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import shutil
 import time
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -23,7 +24,7 @@ from scale_data import Corpus, hybrid_words, query_chunks, query_words
 BATCH = 10_000
 
 
-def _model():
+def bm25_model():
     from qdrant_edge import Bm25, Bm25Config
 
     return Bm25(Bm25Config(k=0.9, b=0.4, avg_len=55.0, language="english"))
@@ -42,7 +43,7 @@ def build_qdrant(path: Path, n: int, cache: Path) -> dict:
     shard = q.EdgeShard.create(str(path), config)
     for field in ("group", "shard"):
         shard.update(q.UpdateOperation.create_field_index(field, q.PayloadSchemaType.Integer))
-    model = _model()
+    model = bm25_model()
     upsert_s = 0.0  # embedding the sparse vectors and upserting; not generating the texts
     for lo in range(0, n, BATCH):
         texts = corpus.texts(lo, min(BATCH, n - lo))
@@ -91,13 +92,9 @@ def serve_qdrant(path: Path, n: int, cache: Path) -> dict:
     started = time.perf_counter()
     shard = q.EdgeShard.load(str(path))
     open_s = time.perf_counter() - started
-    model = _model()
+    model = bm25_model()
     words = {label: " ".join(terms) for label, terms in query_words(corpus).items()}
-    filters = {
-        "none": None,
-        "1%": q.Filter(must=[q.FieldCondition(key="group", match=q.MatchValue(7))]),
-        "0.1%": q.Filter(must=[q.FieldCondition(key="shard", match=q.MatchValue(123))]),
-    }
+    filters = qdrant_filters()
     rows = np.arange(n)
     masks = {"none": None, "1%": rows % 100 == 7, "0.1%": (rows * 7919) % 1000 == 123}
     queries = query_chunks(n)
@@ -113,12 +110,59 @@ def serve_qdrant(path: Path, n: int, cache: Path) -> dict:
     return out
 
 
+def qdrant_filters() -> dict:
+    """bench/scale.py's filters as Qdrant conditions on the keyword-indexed payload."""
+    import qdrant_edge as q
+
+    return {
+        "none": None,
+        "1%": q.Filter(must=[q.FieldCondition(key="group", match=q.MatchValue(7))]),
+        "0.1%": q.Filter(must=[q.FieldCondition(key="shard", match=q.MatchValue(123))]),
+    }
+
+
+def lexical_request(model, text: str, where, payload: bool):
+    """A top-10 BM25 query (the query's own analysis included, as ragloom's)."""
+    import qdrant_edge as q
+
+    return q.QueryRequest(
+        limit=10,
+        query=q.Query.Nearest(model.embed_query(text), using="bm25"),
+        filter=where,
+        with_payload=payload,
+    )
+
+
+def dense_request(vector: list[float], where, payload: bool):
+    """A top-10 HNSW query."""
+    import qdrant_edge as q
+
+    return q.QueryRequest(
+        limit=10, query=q.Query.Nearest(vector, using="dense"), filter=where, with_payload=payload
+    )
+
+
+def hybrid_request(model, words: str, vector: list[float], where, payload: bool):
+    """Both legs as prefetches of 50, filtered inside each, fused by RRF (k 60)."""
+    import qdrant_edge as q
+
+    sparse = model.embed_query(words)
+    return q.QueryRequest(
+        limit=10,
+        prefetches=[
+            q.Prefetch(limit=50, query=q.Query.Nearest(sparse, using="bm25"), filter=where),
+            q.Prefetch(limit=50, query=q.Query.Nearest(vector, using="dense"), filter=where),
+        ],
+        query=q.Fusion.Rrf(k=60),
+        with_payload=payload,
+    )
+
+
 def _mix(
     shard, model, words, filters, masks, queries, texts, table, matrix, payload: bool, suffix: str
 ) -> dict:
     """One pass of the query mix: latencies per kind and filter (keys + `suffix`), and
     dense recall@10 against exact; hits with their payload (text, metadata) or without."""
-    import qdrant_edge as q
 
     def timed(request) -> tuple[float, list]:
         """Milliseconds for one query, the query's own BM25 analysis included (`request`
@@ -131,27 +175,13 @@ def _mix(
     found_by: dict[str, list[set[int]]] = {}
     for fname, where in filters.items():
         for label, text in words.items():
-            out[f"lexical {label} {fname}{suffix}"] = [
-                timed(
-                    lambda text=text, where=where: q.QueryRequest(
-                        limit=10,
-                        query=q.Query.Nearest(model.embed_query(text), using="bm25"),
-                        filter=where,
-                        with_payload=payload,
-                    )
-                )[0]
-                for _ in queries
-            ]
+            request = partial(lexical_request, model, text, where, payload)
+            out[f"lexical {label} {fname}{suffix}"] = [timed(request)[0] for _ in queries]
         times, hits = [], []
         for number in queries:
             vector = np.asarray(table[number]).tolist()
             took, found = timed(
-                lambda vector=vector, where=where: q.QueryRequest(
-                    limit=10,
-                    query=q.Query.Nearest(vector, using="dense"),
-                    filter=where,
-                    with_payload=payload,
-                )
+                lambda vector=vector, where=where: dense_request(vector, where, payload)
             )
             times.append(took)
             hits.append({int(p.id) for p in found})
@@ -162,20 +192,7 @@ def _mix(
             vector = np.asarray(table[number]).tolist()
 
             def request(vector=vector, text=text, where=where):
-                sparse = model.embed_query(hybrid_words(text))
-                return q.QueryRequest(
-                    limit=10,
-                    prefetches=[
-                        q.Prefetch(
-                            limit=50, query=q.Query.Nearest(sparse, using="bm25"), filter=where
-                        ),
-                        q.Prefetch(
-                            limit=50, query=q.Query.Nearest(vector, using="dense"), filter=where
-                        ),
-                    ],
-                    query=q.Fusion.Rrf(k=60),
-                    with_payload=payload,
-                )
+                return hybrid_request(model, hybrid_words(text), vector, where, payload)
 
             hybrid.append(timed(request)[0])
         out[f"hybrid {fname}{suffix}"] = hybrid
