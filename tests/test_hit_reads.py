@@ -18,7 +18,7 @@ RECORDS = [
         "big",
         "Granary ledgers count every sack of barley twice.",
         metadata={
-            "sacks": 2**70,  # beyond 64 bits: orjson refuses it, the standard parser reads it
+            "sacks": 2**70,  # beyond 64 bits: orjson would read a float, the standard parser an int
             "ratio": 0.1,
             "place": {"town": "Ypres", "tags": ["grain", "ledger"]},
         },
