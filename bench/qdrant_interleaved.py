@@ -1,6 +1,6 @@
-"""ragloom beside embedded Qdrant in one process, query by query, for bench/scale.py's query
-kinds (bench/scale.py times each system in its own process at another moment of the run, and
-on a shared machine that alone moves a ratio by 20-40 %).
+"""ragloom beside embedded Qdrant in one process, in alternating blocks of queries, for
+bench/scale.py's query kinds (bench/scale.py times each system in its own process at another
+moment of the run, and on a shared machine that alone moves a ratio by 20-40 %).
 
 Usage: python bench/qdrant_interleaved.py WORK [--n 100000] [--rounds 2] [--queries 400]
        [--block 40] [--filters none 1%]
@@ -109,8 +109,8 @@ def main() -> None:
     where_q = qdrant_filters()
     segments = index.stats()["collections"]["default"]["segments"]
     out = Table(
-        title=f"{args.n:,} chunks ({segments}): p50 / p95 ms, one process, query by query;"
-        " ratio = Qdrant p50 / ragloom p50"
+        title=f"{args.n:,} chunks ({segments}): p50 / p95 ms, one process, blocks of"
+        f" {args.block} queries alternating; ratio = Qdrant p50 / ragloom p50"
     )
     for column in ("round", "query", "filter", "answer", "ragloom", "Qdrant", "ratio"):
         out.add_column(column)
