@@ -27,7 +27,14 @@ from rich.table import Table
 
 sys.path.insert(0, str(Path(__file__).parent))
 from interleave import alternate_blocks, spread  # noqa: E402
-from scale_data import BenchEmbedder, Corpus, hybrid_words, query_chunks, query_words  # noqa: E402
+from scale_data import (  # noqa: E402
+    FILTERS,
+    BenchEmbedder,
+    Corpus,
+    hybrid_words,
+    query_chunks,
+    query_words,
+)
 from scale_qdrant import (  # noqa: E402
     bm25_model,
     dense_request,
@@ -39,14 +46,13 @@ from scale_qdrant import (  # noqa: E402
 from ragloom import Index  # noqa: E402
 from ragloom.engine.options import search_options  # noqa: E402
 
-RAGLOOM_FILTERS = {"none": None, "1%": {"group": 7}, "0.1%": {"shard": 123}}
-
 
 def kinds(corpus: Corpus, n: int, table: np.ndarray) -> list[tuple[str, list, list, dict]]:
     """(kind, ragloom query texts, Qdrant (text, vector) pairs, ragloom options) per kind, the
     queries bench/scale.py sends."""
-    texts = [corpus.texts(number, 1)[0] for number in query_chunks(n)]
-    vectors = [np.asarray(table[number]).tolist() for number in query_chunks(n)]
+    numbers = query_chunks(n)
+    texts = [corpus.texts(number, 1)[0] for number in numbers]
+    vectors = [np.asarray(table[number]).tolist() for number in numbers]
     out = [
         (f"lexical {label}", [" ".join(terms)], [(" ".join(terms), None)], {"mode": "lexical"})
         for label, terms in query_words(corpus).items()
@@ -95,7 +101,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--queries", type=int, default=400)
     parser.add_argument("--block", type=int, default=40)
-    parser.add_argument("--filters", nargs="+", default=["none", "1%"], choices=RAGLOOM_FILTERS)
+    parser.add_argument("--filters", nargs="+", default=["none", "1%"], choices=FILTERS)
     args = parser.parse_args()
     import qdrant_edge as q
 
@@ -117,7 +123,7 @@ def main() -> None:
     for round_ in range(args.rounds):
         for kind, ours_q, theirs_q, options in kinds(corpus, args.n, table):
             for fname in args.filters:
-                spec, where = RAGLOOM_FILTERS[fname], where_q[fname]
+                spec, where = FILTERS[fname], where_q[fname]
                 for payload in (True, False):
                     ours = ragloom_query(index, ours_q, spec, options, payload)
                     theirs = qdrant_query(shard, model, kind, theirs_q, where, payload)

@@ -193,6 +193,10 @@ class BenchEmbedder(Embedder):
         return {"provider": "custom", "model": self.name, "dimension": DIMENSION}
 
 
+# The benchmark's metadata filters as ragloom's `filters` (1 % and 0.1 % of the chunks).
+FILTERS = {"none": None, "1%": {"group": 7}, "0.1%": {"shard": 123}}
+
+
 def query_chunks(n: int, count: int = 40) -> list[int]:
     """Numbers of the chunks whose texts (and vectors) are the benchmark's queries: never
     indexed in an index of `n` chunks."""

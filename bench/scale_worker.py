@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from scale_data import BenchEmbedder, Corpus, hybrid_words, query_chunks, query_words
+from scale_data import FILTERS, BenchEmbedder, Corpus, hybrid_words, query_chunks, query_words
 from scale_peers import build_bm25s, exact_topk
 from scale_qdrant import build_qdrant, serve_qdrant
 
@@ -131,10 +131,9 @@ def _ids_latency(index: Index, query: str, **kw) -> float:
 def ids_mix(index: Index, n: int, corpus: Corpus) -> dict:
     """`query_mix`'s latencies with ids and scores only (keys end in " ids")."""
     words = {label: " ".join(terms) for label, terms in query_words(corpus).items()}
-    filters = {"none": None, "1%": {"group": 7}, "0.1%": {"shard": 123}}
     texts = [corpus.texts(q, 1)[0] for q in query_chunks(n)]
     out: dict = {}
-    for fname, spec in filters.items():
+    for fname, spec in FILTERS.items():
         for label, query in words.items():
             out[f"lexical {label} {fname} ids"] = [
                 _ids_latency(index, query, mode="lexical", filters=spec) for _ in texts
@@ -151,14 +150,13 @@ def ids_mix(index: Index, n: int, corpus: Corpus) -> dict:
 def query_mix(index: Index, n: int, corpus: Corpus, table: np.ndarray) -> dict:
     """Latencies (ms) of every query kind and filter, and dense recall@10 against exact."""
     words = {label: " ".join(terms) for label, terms in query_words(corpus).items()}
-    filters = {"none": None, "1%": {"group": 7}, "0.1%": {"shard": 123}}
     rows = np.arange(n)
     masks = {"none": None, "1%": rows % 100 == 7, "0.1%": (rows * 7919) % 1000 == 123}
     results: dict = {}
     queries = query_chunks(n)  # unseen chunks as queries
     texts = [corpus.texts(q, 1)[0] for q in queries]
     found: dict[str, list[set[int]]] = {}
-    for fname, spec in filters.items():
+    for fname, spec in FILTERS.items():
         for label, query in words.items():
             results[f"lexical {label} {fname}"] = [
                 _latency(index, query, mode="lexical", filters=spec)[0] for _ in queries
