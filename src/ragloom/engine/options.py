@@ -44,20 +44,63 @@ def search_options(top_k: int = 5, **kwargs: Any) -> SearchOptions:
     tune --apply`), else the global ones (`ragloom.retrieval.fusion.DEFAULT_FUSION`). A
     reranker spec or object given as `rerank` becomes this search's reranker.
 
-    Options of plain values only (strings, numbers, booleans, None: most searches) are
-    built and validated once and reused, keyed by each value's type too (True is not 1);
-    SearchOptions is frozen. Filters, boosts and other mappings are built every time."""
-    if type(top_k) in _PLAIN and all(type(v) in _PLAIN for v in kwargs.values()):
-        key = tuple(sorted((name, type(v), v) for name, v in kwargs.items()))
-        return _plain_options(type(top_k), top_k, key)
-    return _options(top_k, kwargs)
+    Options of plain data (strings, numbers, booleans, None, and dicts and lists of them:
+    filters, boosts, weights) are built and validated once and reused, keyed by each value's
+    type too (True is not 1); SearchOptions is frozen, and the reused one holds copies of the
+    caller's dicts and lists, so changing them afterwards changes no search. Options holding
+    an object (a reranker, an LLM) are built every time."""
+    try:
+        key = (_frozen(top_k), tuple(sorted((name, _frozen(v)) for name, v in kwargs.items())))
+    except _NotData:
+        return _options(top_k, {name: _copied(value) for name, value in kwargs.items()})
+    return _reused_options(key)
+
+
+class _NotData(Exception):
+    """A keyword value holding something other than plain data (an object)."""
+
+
+def _frozen(value: Any) -> tuple[type, Any]:
+    """A hashable copy of plain data, each value tagged with its type (so that 1, 1.0 and
+    True, equal and hashed alike, stay apart); `_NotData` for anything else."""
+    kind = type(value)
+    if kind in _PLAIN:
+        return kind, value
+    if kind is dict:
+        if not all(type(name) is str for name in value):
+            raise _NotData
+        return dict, tuple((name, _frozen(item)) for name, item in value.items())
+    if kind is list or kind is tuple:
+        return kind, tuple(_frozen(item) for item in value)
+    raise _NotData
+
+
+def _thawed(frozen: tuple[type, Any]) -> Any:
+    """Plain data again from `_frozen`'s copy: new dicts and lists nobody else holds."""
+    kind, value = frozen
+    if kind is dict:
+        return {name: _thawed(item) for name, item in value}
+    if kind is list:
+        return [_thawed(item) for item in value]
+    if kind is tuple:
+        return tuple(_thawed(item) for item in value)
+    return value
+
+
+def _copied(value: Any) -> Any:
+    """A copy of a value of plain data (the value itself when it holds an object)."""
+    try:
+        return _thawed(_frozen(value))
+    except _NotData:
+        return value
 
 
 @functools.lru_cache(maxsize=256)
-def _plain_options(
-    _kind: type, top_k: Any, key: tuple[tuple[str, type, Any], ...]
+def _reused_options(
+    key: tuple[tuple[type, Any], tuple[tuple[str, tuple[type, Any]], ...]],
 ) -> SearchOptions:
-    return _options(top_k, {name: value for name, _, value in key})
+    top_k, keywords = key
+    return _options(_thawed(top_k), {name: _thawed(value) for name, value in keywords})
 
 
 def _options(top_k: Any, kwargs: dict[str, Any]) -> SearchOptions:
