@@ -37,6 +37,10 @@ from ragloom.store.sqlite.vocabulary import NumberedTerms, TermCache
 from ragloom.store.sqlite.write import SQLiteWrite
 
 HISTORY = 8  # recent views kept per collection, for snapshots a little behind the newest
+_GENERATION_AND_VERSION = (
+    "SELECT value, (SELECT data_version FROM pragma_data_version) FROM meta"
+    " WHERE key = 'generation'"
+)
 
 
 class SQLiteStore(Store):
@@ -122,10 +126,7 @@ class SQLiteStore(Store):
         conn = self._reader()
         try:
             conn.execute("BEGIN")
-            generation = int(
-                conn.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()[0]
-            )
-            rows = read_collections(conn)
+            generation, rows = self._version_read(conn)
         except sqlite3.Error as exc:
             with contextlib.suppress(sqlite3.Error):
                 conn.execute("ROLLBACK")
@@ -144,6 +145,20 @@ class SQLiteStore(Store):
             self._local.snapshot = None
             with contextlib.suppress(sqlite3.Error):
                 conn.execute("COMMIT")
+
+    def _version_read(self, conn: sqlite3.Connection) -> tuple[int, dict[str, CollectionRow]]:
+        """The generation and collections a read transaction sees. The collections are the
+        ones this connection read last while SQLite's data_version (read in the same
+        statement, so of the same version) says no connection committed since: any commit,
+        this store's or another process's, maintenance's too (which moves `flushed_upto`
+        without a new generation), makes it read them again (5-8 us a search otherwise)."""
+        value, version = conn.execute(_GENERATION_AND_VERSION).fetchone()
+        last = getattr(self._local, "collections", None)
+        if last is not None and last[0] is conn and last[1] == version:
+            return int(value), last[2]
+        rows = read_collections(conn)
+        self._local.collections = (conn, version, rows)
+        return int(value), rows
 
     def collections(self) -> dict[str, CollectionInfo]:
         with self.snapshot() as snap:
