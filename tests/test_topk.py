@@ -259,3 +259,33 @@ def test_merging_into_a_file_equals_merging_in_memory(tmp_path) -> None:
     assert np.array_equal(memory.block_min_len, disk.block_min_len)
     for i in range(0, memory.n, 97):
         assert memory.columns.row(i) == disk.columns.row(i)
+
+
+def test_a_segment_without_any_query_term_is_not_scored(monkeypatch, _prune_everything) -> None:
+    """A rare-term query finds its terms in few segments (a small tail segment often has none
+    of them): those are skipped before the compiled kernel's call, with the same answer."""
+    import ragloom.lexical.topk as topk
+    from ragloom.lexical import kernels
+
+    with_term = build_segment(
+        np.arange(1, 4),
+        [Postings(np.array([7], np.uint32), np.array([1], np.uint32))] * 3,
+        [{}] * 3,
+    )
+    without = build_segment(
+        np.arange(10, 12),
+        [Postings(np.array([8], np.uint32), np.array([2], np.uint32))] * 2,
+        [{}] * 2,
+    )
+    targets = [Target(with_term, None), Target(without, None)]
+    stats = Stats({7: bm25_idf(3, 5)}, 1.2)
+    calls = []
+    for name in ("score_top", "score_top_pruned"):
+        original = getattr(kernels, name)
+        monkeypatch.setattr(
+            kernels, name, lambda *a, _f=original, **k: calls.append(a[0]) or _f(*a, **k)
+        )
+    rows, scores = topk.search(targets, [7], 10, stats, BM25Params())
+    assert rows.tolist() == [1, 2, 3] and len(set(scores.tolist())) == 1
+    # compiled: the segment holding term 7 only; numpy's paths call no kernel at all
+    assert len(calls) == (1 if _prune_everything == "compiled" else 0)

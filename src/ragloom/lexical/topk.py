@@ -231,6 +231,8 @@ def _kernel_into(target: Target, terms, stats: Stats, params: BM25Params, best: 
     segment = target.segment
     facts = [term_facts(segment, stats, params, term) for term in terms]
     work = sum(f.span[1] - f.span[0] for f in facts)
+    if not work:  # none of the query's terms is here (a rare term, a small tail segment)
+        return
     if work < PRUNE_WORK or target.filtered:
         postings = [(f.docs, f.weights) for f in facts]
         docs, scores = kernels.score_top(segment.n, postings, target.eligible, best.k)
