@@ -190,3 +190,23 @@ def test_empty_or_blank_queries_give_no_hits_in_every_mode(
         many = index.search_many(query, [{"collection": "default", "mode": mode}])
         assert many.merged == []
         assert len(local.texts) == asked  # nothing was embedded for it
+
+
+def test_a_dense_search_never_splits_the_query_into_terms(tmp_path: Path, local, monkeypatch):
+    """Only the lexical leg (and its BM25 ceiling) reads the query's terms: a dense search
+    leaves them unparsed (a long question's terms cost microseconds on every search)."""
+    from ragloom.text.tokenize import Tokenizer
+
+    query = "when do cats nap in the afternoon sun"
+    seen: list[str] = []
+    original = Tokenizer.terms
+    monkeypatch.setattr(
+        Tokenizer, "terms", lambda self, text: seen.append(text) or original(self, text)
+    )
+    with Index(tmp_path / "d.db", embedder=local) as index:
+        index.add(DOCS)
+        seen.clear()
+        assert index.search(query, top_k=1, mode="dense")[0].document_id == "cats"
+        assert query not in seen
+        assert index.search(query, top_k=1, mode="hybrid")[0].document_id == "cats"
+        assert seen.count(query) == 1  # the lexical leg and its ceiling share one parse

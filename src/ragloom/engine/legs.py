@@ -70,12 +70,20 @@ def collection_legs(
     stored_model = config.embedding
     embedder = models.for_collection(collection, stored_model, reader.size() > 0)
     tokenizer = analyzer_for(config.tokenizer)
-    terms = tokenizer.terms(query)
+    parsed: list[list[str]] = []  # the query's terms, once a leg needs them (dense never)
+
+    def terms_of(text: str) -> list[str]:
+        if text != query:  # a variant (expansion, a hop's follow-up)
+            return tokenizer.terms(text)
+        if not parsed:
+            parsed.append(tokenizer.terms(query))
+        return parsed[0]
+
     bm25 = options.bm25_for(config.bm25)
     node, key = options.filter_node, options.filter_key
 
     def lexical(text: str, depth: int) -> tuple[np.ndarray, np.ndarray]:
-        words = terms if text == query else tokenizer.terms(text)
+        words = terms_of(text)
         with timed("lexical"):
             if options.expand == "prf":
                 return prf_leg(snap, reader, tokenizer, config, words, depth, bm25, options)
@@ -97,7 +105,7 @@ def collection_legs(
         return node is None
 
     def ceiling(text: str) -> float | None:
-        words = terms if text == query else tokenizer.terms(text)
+        words = terms_of(text)
         return query_ceiling(reader, words, bm25)
 
     cache: dict[int, dict[str, Any]] = {}
