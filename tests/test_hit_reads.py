@@ -70,3 +70,29 @@ def test_stored_metadata_parses_as_the_standard_parser_reads_it(text: str) -> No
     parsed = from_json(text)
     expected = json.loads(text)
     assert repr(parsed) == repr(expected)  # repr: NaN != NaN, and 1e21 == 10**21
+
+
+def test_every_hit_field_comes_from_its_candidate_or_its_chunk() -> None:
+    """`hydrate` passes Hit's fields by position (a third of the keywords' cost, ten hits a
+    search): each must land in the field of its name."""
+    from dataclasses import fields
+
+    from ragloom.engine.hydrate import hydrate
+    from ragloom.retrieval.pipeline import Candidate
+    from ragloom.store.records import StoredChunk
+    from ragloom.types import Hit
+
+    cand = Candidate(
+        row_id=7, score=0.75, match="both", lexical_rank=2, lexical_score=3.5, dense_rank=4,
+        dense_score=0.6, fused_score=0.7, rerank_score=0.9, hop=2,
+    )  # fmt: skip
+    chunk = StoredChunk(7, "doc-3", "doc", 3, "the text", 10, 18, {"k": 1}, "src.md", "T", "notes")
+    (hit,) = hydrate([cand], {7: chunk})
+    expected = {
+        "rank": 1, "score": 0.75, "chunk_id": "doc-3", "document_id": "doc", "text": "the text",
+        "start": 10, "end": 18, "source": "src.md", "title": "T", "metadata": {"k": 1},
+        "collection": "notes", "match": "both", "lexical_rank": 2, "lexical_score": 3.5,
+        "dense_rank": 4, "dense_score": 0.6, "fused_score": 0.7, "rerank_score": 0.9, "hop": 2,
+        "tokens": None, "explain": None,
+    }  # fmt: skip
+    assert {f.name: getattr(hit, f.name) for f in fields(Hit)} == expected
