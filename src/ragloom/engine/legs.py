@@ -70,15 +70,7 @@ def collection_legs(
     stored_model = config.embedding
     embedder = models.for_collection(collection, stored_model, reader.size() > 0)
     tokenizer = analyzer_for(config.tokenizer)
-    parsed: list[list[str]] = []  # the query's terms, once a leg needs them (dense never)
-
-    def terms_of(text: str) -> list[str]:
-        if text != query:  # a variant (expansion, a hop's follow-up)
-            return tokenizer.terms(text)
-        if not parsed:
-            parsed.append(tokenizer.terms(query))
-        return parsed[0]
-
+    terms_of = query_terms(tokenizer, query)
     bm25 = options.bm25_for(config.bm25)
     node, key = options.filter_node, options.filter_key
 
@@ -130,6 +122,21 @@ def collection_legs(
         config.fusion_profile or None,
         beside if has_dense else None,
     )
+
+
+def query_terms(tokenizer: Tokenizer, query: str) -> Callable[[str], list[str]]:
+    """text -> its terms, the query's parsed once and only when a leg first needs them (a
+    dense search never does); a variant's (expansion, a hop's follow-up) each time."""
+    parsed: list[list[str]] = []
+
+    def terms_of(text: str) -> list[str]:
+        if text != query:
+            return tokenizer.terms(text)
+        if not parsed:
+            parsed.append(tokenizer.terms(query))
+        return parsed[0]
+
+    return terms_of
 
 
 def check_filter_kinds(reader: CollectionReader, node: FilterNode | None) -> None:
