@@ -103,3 +103,15 @@ def test_objects_that_are_not_plain_data_are_not_reused() -> None:
     a = search_options(5, rerank=reranker, filters={"lang": "en"})
     b = search_options(5, rerank=reranker, filters={"lang": "en"})
     assert a is not b and a.reranker is reranker and a.rerank is True
+
+
+def test_large_filters_are_built_each_time_and_not_kept() -> None:
+    """A filter of many values (an access list of document ids) is not kept: 256 kept options
+    of 10,000 ids each would hold a quarter of a GB."""
+    ids = [f"doc-{i}" for i in range(1000)]
+    a = search_options(5, filters={"doc": {"$in": ids}})
+    b = search_options(5, filters={"doc": {"$in": ids}})
+    assert a is not b and a == b
+    assert a.predicate({"doc": "doc-999"}) and not a.predicate({"doc": "doc-1000"})
+    ids.append("doc-1000")  # still a copy of the caller's list
+    assert not a.predicate({"doc": "doc-1000"}) and len(a.filters["doc"]["$in"]) == 1000

@@ -48,30 +48,43 @@ def search_options(top_k: int = 5, **kwargs: Any) -> SearchOptions:
     filters, boosts, weights) are built and validated once and reused, keyed by each value's
     type too (True is not 1); SearchOptions is frozen, and the reused one holds copies of the
     caller's dicts and lists, so changing them afterwards changes no search. Options holding
-    an object (a reranker, an LLM) are built every time."""
+    an object (a reranker, an LLM) or more than `REUSED_VALUES` values are built every time
+    (from copies too)."""
+    room = [REUSED_VALUES]
     try:
-        key = (_frozen(top_k), tuple(sorted((name, _frozen(v)) for name, v in kwargs.items())))
+        key = (
+            _frozen(top_k, room),
+            tuple(sorted((name, _frozen(value, room)) for name, value in kwargs.items())),
+        )
     except _NotData:
         return _options(top_k, {name: _copied(value) for name, value in kwargs.items()})
     return _reused_options(key)
 
 
+REUSED_VALUES = 256  # options holding more values (a filter listing many ids) are not kept
+
+
 class _NotData(Exception):
-    """A keyword value holding something other than plain data (an object)."""
+    """A keyword value holding something other than plain data (an object), or more values
+    than options that are kept may hold."""
 
 
-def _frozen(value: Any) -> tuple[type, Any]:
+def _frozen(value: Any, room: list[float]) -> tuple[type, Any]:
     """A hashable copy of plain data, each value tagged with its type (so that 1, 1.0 and
-    True, equal and hashed alike, stay apart); `_NotData` for anything else."""
+    True, equal and hashed alike, stay apart); `_NotData` for anything else, or once more
+    values than `room[0]` were copied."""
+    room[0] -= 1
+    if room[0] < 0:
+        raise _NotData
     kind = type(value)
     if kind in _PLAIN:
         return kind, value
     if kind is dict:
         if not all(type(name) is str for name in value):
             raise _NotData
-        return dict, tuple((name, _frozen(item)) for name, item in value.items())
+        return dict, tuple((name, _frozen(item, room)) for name, item in value.items())
     if kind is list or kind is tuple:
-        return kind, tuple(_frozen(item) for item in value)
+        return kind, tuple(_frozen(item, room) for item in value)
     raise _NotData
 
 
@@ -90,7 +103,7 @@ def _thawed(frozen: tuple[type, Any]) -> Any:
 def _copied(value: Any) -> Any:
     """A copy of a value of plain data (the value itself when it holds an object)."""
     try:
-        return _thawed(_frozen(value))
+        return _thawed(_frozen(value, [float("inf")]))
     except _NotData:
         return value
 
