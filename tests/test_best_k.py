@@ -1,6 +1,6 @@
 """The lexical top k's running best (`topk._Best`) keeps exactly the k best (score, row)
-pairs offered, ties to the lower row, a row offered twice counted once: for a top 10 (merged
-in plain Python) and for deep pools (merged with numpy) alike."""
+pairs offered, ties to the lower row, a row offered twice counted once: for a top 10 and for
+deep pools (cut by a partition first) alike."""
 
 from __future__ import annotations
 

@@ -45,7 +45,7 @@ MAXSCORE_SHARE = 16
 # MaxScore at the p50 and 2.3-3.9x at the p95, 100k and 1M, though a few were faster in it
 # (bench/lexical_kernel_choice.py). 0: MaxScore is always tried first.
 MAXSCORE_WALKED = 64
-FEW_OFFERED = 64  # the best k so far and an offer together up to this: merged in plain Python
+FEW_OFFERED = 64  # up to this many offered pairs are sorted whole (no partition first)
 
 
 @dataclass(frozen=True)
@@ -132,33 +132,20 @@ class _Best:
             rows, scores = rows[keep], scores[keep]
         if not len(scores):
             return
-        if len(scores) + len(self.scores) <= FEW_OFFERED:
-            self._offer_few(rows, scores)
-            return
-        if len(scores) > self.k:  # only the k best (ties kept) can matter
+        if len(scores) > max(self.k, FEW_OFFERED):  # only the k best (ties kept) can matter
             floor = np.partition(scores, len(scores) - self.k)[len(scores) - self.k]
             keep = scores >= floor
             rows, scores = rows[keep], scores[keep]
-        rows = np.concatenate([self.rows, rows])
-        scores = np.concatenate([self.scores, scores])
-        rows, first = np.unique(rows, return_index=True)
-        scores = scores[first]
-        order = np.lexsort((rows, -scores))[: self.k]
-        self.rows, self.scores = rows[order], scores[order]
-
-    def _offer_few(self, rows: np.ndarray, scores: np.ndarray) -> None:
-        """`offer` for a few pairs as plain Python (numpy's unique and lexsort cost more at
-        this size): the same rows kept (a row's first entry), ordered by score, then row."""
-        kept = list(zip(self.scores.tolist(), self.rows.tolist()))
-        seen = set(self.rows.tolist())
-        for row, score in zip(rows.tolist(), scores.tolist()):
-            if row not in seen:
-                seen.add(row)
-                kept.append((score, row))
-        kept.sort(key=lambda pair: (-pair[0], pair[1]))
-        del kept[self.k :]
-        self.scores = np.array([score for score, _ in kept], np.float64)
-        self.rows = np.array([row for _, row in kept], np.int64)
+        if len(self.rows):
+            rows = np.concatenate([self.rows, rows])
+            scores = np.concatenate([self.scores, scores])
+        order = np.lexsort((rows, -scores))
+        rows, scores = rows[order], scores[order]
+        repeated = rows[1:] == rows[:-1]  # a row offered again sits beside its first entry
+        if repeated.any():
+            fresh = np.concatenate(([True], ~repeated))
+            rows, scores = rows[fresh], scores[fresh]
+        self.rows, self.scores = rows[: self.k], scores[: self.k]
 
     @property
     def threshold(self) -> float:
