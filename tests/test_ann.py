@@ -174,3 +174,26 @@ def test_a_selective_filter_lists_its_chunks_again_exactly(graph_index: Index) -
     hits = graph_index.search(query, top_k=12, mode="dense", filters={"s": 7})
     assert len(hits) == 11 and gone not in {h.document_id for h in hits}
     assert [h.chunk_id for h in hits] == _exact(graph_index, query, 12, {"s": 7})
+
+
+def test_kept_search_parameters_follow_each_bitmap(tmp_path: Path) -> None:
+    """The graph keeps faiss's search parameters per ef and kept bitmap: each search still
+    returns only the chunks its own bitmap allows, however many bitmaps come and go (more
+    than the graph keeps, each made afresh) and whether the caller keeps it or not."""
+    from ragloom.dense.graph import KEPT_PARAMS, AnnIndex
+
+    rng = np.random.default_rng(7)
+    vectors = normalize_rows(rng.standard_normal((3000, 16)).astype(np.float32))
+    graph = AnnIndex.build(vectors, tmp_path / "g.hnsw", threads=1)
+    query = vectors[11]
+    assert 11 in graph.search(query, 20, None).tolist()
+    for round_ in range(2 * KEPT_PARAMS + 5):
+        allowed = rng.random(3000) < 0.3
+        allowed[11] = round_ % 2 == 0
+        kept = np.packbits(allowed, bitorder="little")
+        for packed in (kept, None):
+            found = graph.search(query, 20, allowed, packed=packed)
+            assert len(found) == 20 and allowed[found].all()
+            assert (11 in found.tolist()) == bool(allowed[11])
+    assert len(graph._params) <= KEPT_PARAMS
+    assert 11 in graph.search(query, 20, None, ef=200).tolist()

@@ -17,6 +17,7 @@ import logging
 import os
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -31,6 +32,7 @@ EF_CONSTRUCTION = 64
 EF_SEARCH = 128
 TRAIN = 50_000
 ADD_ROWS = 8_192  # between batches a closing process can stop the build
+KEPT_PARAMS = 32  # search parameters kept per graph (per ef and allowed-chunks bitmap)
 
 
 def _read_flags() -> int:
@@ -59,6 +61,11 @@ class AnnIndex:
     def __init__(self, index: object, n: int) -> None:
         self.index = index
         self.n = n
+        # (ef, id of the kept bitmap or None) -> (the bitmap, faiss's selector and search
+        # parameters): built once, not per query (faiss's objects cost 10-20 us to make). The
+        # entry holds the bitmap (no other array can take its id meanwhile) and the selector
+        # the parameters point to.
+        self._params: dict[tuple[int, int | None], tuple[Any, Any, Any]] = {}
 
     @classmethod
     def build(
@@ -109,18 +116,41 @@ class AnnIndex:
         """Up to `k` chunk numbers among `allowed` (bool per chunk; None: every chunk, and
         no selector to consult), nearest first. `packed` is `allowed` already packed
         (`np.packbits(allowed, bitorder="little")`), for a caller that keeps it."""
-        import faiss
-
-        params = faiss.SearchParametersHNSW()
-        if allowed is not None:
-            if packed is None:
-                packed = np.packbits(allowed, bitorder="little")
-            selector = faiss.IDSelectorBitmap(self.n, faiss.swig_ptr(packed))
-            params.sel = selector
-        params.efSearch = max(ef or EF_SEARCH, k)
+        ef = max(ef or EF_SEARCH, k)
+        if allowed is None:
+            params = self._search_params(ef, None)
+        elif packed is None:  # a bitmap made for this call: parameters for it alone
+            selection = self._made_params(ef, np.packbits(allowed, bitorder="little"))
+            params = selection[2]
+        else:
+            params = self._search_params(ef, packed)
         _, ids = self.index.search(np.asarray(query, np.float32).reshape(1, -1), k, params=params)
         found = ids[0]
         return found[found >= 0].astype(np.int64)
+
+    def _search_params(self, ef: int, packed: np.ndarray | None) -> Any:
+        """faiss's search parameters for `ef` and a bitmap the caller keeps (None: no
+        selector), made once."""
+        key = (ef, None if packed is None else id(packed))
+        kept = self._params.get(key)
+        if kept is None or kept[0] is not packed:
+            if len(self._params) >= KEPT_PARAMS:
+                self._params.clear()
+            kept = self._params[key] = self._made_params(ef, packed)
+        return kept[2]
+
+    def _made_params(self, ef: int, packed: np.ndarray | None) -> tuple[Any, Any, Any]:
+        """(bitmap, selector, parameters), to be held together while searching: the
+        parameters point to the selector and the selector to the bitmap in C++ only."""
+        import faiss
+
+        params = faiss.SearchParametersHNSW()
+        params.efSearch = ef
+        selector = None
+        if packed is not None:
+            selector = faiss.IDSelectorBitmap(self.n, faiss.swig_ptr(packed))
+            params.sel = selector
+        return packed, selector, params
 
 
 def attach_graph(segment: Segment, path: Path) -> bool:
