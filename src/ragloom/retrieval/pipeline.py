@@ -224,6 +224,8 @@ def top_k(
     stable key `keys_of` gives the tied rows, so that equal scores rank alike on every store
     whatever its row ids (without `keys_of`, earlier candidates win). Tied hits all carry
     the best score of their tie, so that the scores shown never rise down the list."""
+    if _untied_head(candidates, k):  # already best first, no tie among the k and at the cut
+        return list(candidates[:k])
     head = _head(candidates, k)  # the top k and ties at the cut, as (tie key, candidate)
     if not head:
         return []
@@ -236,6 +238,21 @@ def top_k(
     for tie, c in head:
         best[tie] = max(best.get(tie, c.score), c.score)
     return [replace(c, score=best[tie]) if sizes[tie] > 1 else c for tie, c in head[:k]]
+
+
+def _untied_head(candidates: Sequence[Candidate], k: int) -> bool:
+    """Whether the first k candidates (and the one after them) come best first with no two
+    neighbours tied, and none later scores above the one after them: then the first k are
+    `top_k` as they stand (the common case of one leg's ranking; a third of `_head`'s cost).
+    Rounding keeps order, so a later score cannot tie the k-th either."""
+    scores = [c.score for c in candidates]
+    if k < 1 or not math.isfinite(sum(scores)):  # NaN or infinities: the general path
+        return False
+    head = scores[: k + 1]
+    for before, after in zip(head, head[1:]):
+        if after >= before or _tied(before, after):
+            return False
+    return len(scores) <= k + 1 or max(scores[k + 1 :]) <= head[k]
 
 
 def _head(candidates: Sequence[Candidate], k: int) -> list[tuple[float, Candidate]]:
