@@ -61,6 +61,14 @@ def _candidate(values: dict[str, Any]) -> Candidate:
     return new
 
 
+def candidate_of(fields: dict[str, Any]) -> Candidate:
+    """A candidate holding `fields`, a dict with every one of Candidate's fields (taken as it
+    is, not copied): `_candidate` without merging in the defaults."""
+    new = object.__new__(Candidate)
+    object.__setattr__(new, "__dict__", fields)
+    return new
+
+
 def asks_anything(query: str) -> bool:
     """False for a query of only spaces and punctuation ("???", "-- //"): no word, number
     or symbol (emoji, currency) a leg could match."""
