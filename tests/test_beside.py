@@ -1,5 +1,6 @@
-"""The dense leg beside the lexical leg (`ragloom.retrieval.beside`): where it runs, that it
-never outlives its block, that results do not change, and how its time is reported."""
+"""A hybrid search's legs side by side (`ragloom.retrieval.beside`: the lexical leg on a
+worker, the dense leg in the calling thread): where they run, that the worker never outlives
+its block, that results do not change, and how their time is reported."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import pytest
 import ragloom
 from ragloom.errors import EmbeddingError
 from ragloom.retrieval import beside as beside_module
-from ragloom.retrieval import search as search_module
+from ragloom.retrieval import side_by_side
 from ragloom.retrieval.beside import WORKERS, Beside
 from ragloom.timing import StageTimer, timed
 
@@ -50,6 +51,19 @@ def threads(model, monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return seen
 
 
+def lexical_threads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Names of the threads that run a search's lexical leg."""
+    seen: list[str] = []
+    real = side_by_side.lexical_side
+
+    def recording(*args):
+        seen.append(threading.current_thread().name)
+        return real(*args)
+
+    monkeypatch.setattr(side_by_side, "lexical_side", recording)
+    return seen
+
+
 def test_a_service_embeds_the_query_beside_the_lexical_leg(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -59,8 +73,10 @@ def test_a_service_embeds_the_query_beside_the_lexical_leg(
             index.add(docs())
             index.search("silver key", mode="lexical")  # the compiled kernels load once
             seen = threads(index.models.explicit, monkeypatch)
+            scored = lexical_threads(monkeypatch)
             beside = index.search("who forged the silver key", top_k=4)
-            assert seen and seen[-1].startswith("ragloom-leg")
+            assert seen == [threading.current_thread().name]  # this thread waits on the service
+            assert scored and scored[-1].startswith("ragloom-leg")  # the lexical leg meanwhile
             ms = beside.timings
             for stage in ("embed", "lexical", "dense", "fusion", "hydrate"):
                 assert ms[stage] >= 0, stage
@@ -70,7 +86,7 @@ def test_a_service_embeds_the_query_beside_the_lexical_leg(
             index.clear_query_cache()
             monkeypatch.setenv("RAGLOOM_PARALLEL_LEGS", "0")
             in_line = index.search("who forged the silver key", top_k=4)
-            assert seen[-1] == threading.current_thread().name
+            assert seen[-1] == scored[-1] == threading.current_thread().name
     assert hits_of(beside) == hits_of(in_line) and beside.mode == in_line.mode == "hybrid"
 
 
@@ -84,7 +100,7 @@ def test_which_dense_legs_run_beside(tmp_path: Path, monkeypatch: pytest.MonkeyP
             super().__init__(fn, *args, start=start)
             started.append(self.in_background)
 
-    monkeypatch.setattr(search_module, "Beside", Spy)
+    monkeypatch.setattr(side_by_side, "Beside", Spy)
     where = {"place": "harbour"}
     with ragloom.Index(tmp_path / "i.db", embedder="local") as index:
         index.add(docs())

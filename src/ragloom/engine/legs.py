@@ -41,7 +41,7 @@ class Legs:
     dense_floor: float | None = None  # the model's floor for dense-only hits (embedding.floors)
     ceiling: Callable[[str], float | None] | None = None  # query -> its BM25 ceiling
     profile: dict[str, Any] | None = None  # the collection's probe profile (adaptive fusion)
-    dense_beside: Callable[[str], bool] | None = None  # query -> run dense beside lexical?
+    dense_beside: Callable[[str], bool] | None = None  # query -> run the legs side by side?
 
 
 def collection_legs(
@@ -87,11 +87,11 @@ def collection_legs(
             return reader.dense(vector, depth, node, key)
 
     def beside(text: str) -> bool:
-        """Whether the dense leg is worth a second core (`ragloom.retrieval.beside`): a
-        query a service must embed (the lexical leg scores while it answers), or a vector at
-        hand searched in every chunk's graph (no filter). A local model embedding the query
-        uses every core itself, and a filtered leg scans few vectors: the thread would cost
-        more than it overlaps (SciFact, local model: 0.95x)."""
+        """Whether the legs are worth a second core (`ragloom.retrieval.beside`: the lexical
+        leg there): a query a service must embed (the lexical leg scores while it answers),
+        or a vector at hand searched in every chunk's graph (no filter). A local model
+        embedding the query uses every core itself, and a filtered leg scans few vectors:
+        the thread would cost more than it overlaps (SciFact, local model: 0.95x)."""
         if vectors.waits(embedder, text):  # type: ignore[arg-type]
             return bool(getattr(embedder, "remote", False))
         return node is None

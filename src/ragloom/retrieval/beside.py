@@ -1,8 +1,9 @@
-"""A search's dense leg run beside its lexical leg, on a second core: waiting on an embedding
-service and the graph search (faiss) let go of the GIL, as does the compiled BM25 scoring,
-so a hybrid query costs about its slower leg rather than the sum of both. The engine decides
-when it pays (`ragloom.engine.legs`: not while the local model embeds the query, since the
-model uses every core itself, nor for a filtered leg with its vector at hand).
+"""A search's two legs side by side, on two cores: its lexical leg on a worker thread while
+the calling thread runs the dense leg. Waiting on an embedding service and the graph search
+(faiss) let go of the GIL, as does the compiled BM25 scoring, so a hybrid query costs about
+its slower leg rather than the sum of both. The engine decides when it pays
+(`ragloom.engine.legs`: not while the local model embeds the query, since the model uses
+every core itself, nor for a filtered leg with its vector at hand).
 
 Runs on a small shared pool, and only when a worker is free at once: under many concurrent
 searches (every core busy) a search runs its legs one after the other, as it always did.

@@ -6,7 +6,6 @@ storage and models: legs -> fuse -> thresholds -> top-k, and reports degradation
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -14,7 +13,7 @@ import numpy as np
 
 from ragloom.contract.options import OPTIONS, offered
 from ragloom.contract.schema import check_value
-from ragloom.errors import EmbeddingError, InputError, InvalidRequest, NeedsVectors, worded
+from ragloom.errors import InputError, InvalidRequest, NeedsVectors, worded
 from ragloom.expansion.rm3 import PRFParams
 from ragloom.filters import (
     FilterNode,
@@ -26,10 +25,10 @@ from ragloom.filters import (
 )
 from ragloom.lexical import BM25Params
 from ragloom.retrieval import adaptive_ranked, controls, fusion, pipeline
-from ragloom.retrieval.beside import Beside
 from ragloom.retrieval.controls import MISSING_POLICIES, BoostRule, MetadataOf
 from ragloom.retrieval.fusion import DEFAULT_FUSION, DEFAULT_NORMALIZATION
 from ragloom.retrieval.pipeline import DENSE, LEXICAL, Candidate
+from ragloom.retrieval.side_by_side import Ceiling, Leg, both_legs, lexical_side
 from ragloom.retrieval.variants import MERGES
 from ragloom.timing import timed
 
@@ -47,9 +46,6 @@ SEARCH_SETTINGS = (
 FUSION_SETTINGS = ("rrf_k", "weights", "normalization")
 EXPANSIONS = ("llm", "prf")
 MAX_TOP_K = OPTIONS["top_k"].maximum
-
-Leg = Callable[[str, int], tuple[np.ndarray, np.ndarray]]
-Ceiling = Callable[[str], float | None]  # query text -> the most BM25 any chunk could score
 
 
 def _check_bounds(options: SearchOptions) -> None:
@@ -297,8 +293,8 @@ def fuse_legs(
     floor, else the model's `dense_floor`), before `refine`. A search of one leg scores its
     hits by that leg's share (`ragloom.retrieval.adaptive`): BM25 over the query's ceiling,
     or the cosine (0 when negative); the leg's raw score stays in `lexical_score` /
-    `dense_score`. `beside(query)` says whether a hybrid search runs its dense leg on
-    another core while the lexical leg scores (`ragloom.retrieval.beside`)."""
+    `dense_score`. `beside(query)` says whether a hybrid search runs its two legs side by
+    side: the lexical leg on another core, the dense leg here (`ragloom.retrieval.beside`)."""
     mode = options.mode or ("hybrid" if dense is not None else "lexical")
     if mode != "lexical" and dense is None:
         raise NeedsVectors(
@@ -313,43 +309,36 @@ def fuse_legs(
     if not deep:  # one leg cut at top k: fetch the ties at the cut too (one total order)
         lexical = _through_ties(lexical, options.top_k)
         dense = _through_ties(dense, options.top_k) if dense is not None else None
-    started = bool(mode == "hybrid" and beside and beside(query))
-    later = Beside(dense, query, depth, start=started) if mode == "hybrid" else None
-    with later or nullcontext():
-        if mode == "dense":
-            ranked = adaptive_ranked.alone_ranked(DENSE, dense(query, depth), None)  # type: ignore[misc]
+    if mode == "dense":
+        ranked = adaptive_ranked.alone_ranked(DENSE, dense(query, depth), None)  # type: ignore[misc]
+    elif mode == "lexical":
+        found, top = lexical_side(lexical, ceiling, query, depth)
+        ranked = adaptive_ranked.alone_ranked(LEXICAL, found, top)
+    else:
+        started = bool(beside and beside(query))
+        found, top, answer, failed = both_legs(lexical, dense, ceiling, query, depth, started)  # type: ignore[arg-type]
+        if failed is not None:
+            if options.strict:
+                raise failed
+            degraded, reason = True, f"{failed.code}: {failed.message}"
+            ranked = adaptive_ranked.alone_ranked(LEXICAL, found, top)  # the lexical leg alone
         else:
-            found = lexical(query, depth)
-            with timed("lexical"):  # the query's BM25 ceiling: its terms' document frequencies
-                top = ceiling(query) if ceiling is not None else None
-            if mode == "lexical":
-                ranked = adaptive_ranked.alone_ranked(LEXICAL, found, top)
-        if mode == "hybrid":
-            try:
-                answer = later.result()  # type: ignore[union-attr]
-            except EmbeddingError as exc:
-                if options.strict:
-                    raise
-                degraded, reason = True, f"{exc.code}: {exc.message}"
-                # the lexical leg alone answers
-                ranked = adaptive_ranked.alone_ranked(LEXICAL, found, top)
-            else:
-                with timed("fusion"):
-                    floor = options.min_dense_similarity
-                    floor = dense_floor if floor is None else floor
-                    ranked, below = fusion.fuse_legs_head(
-                        found,
-                        answer,
-                        options.fusion,
-                        options.rrf_k,
-                        options.weights,
-                        options.normalization,
-                        _preference_scorer(options, metadata_of),
-                        top,
-                        profile,
-                        floor,
-                        None if options.reorders else options.top_k,  # what `refine` keeps
-                    )
+            with timed("fusion"):
+                floor = options.min_dense_similarity
+                floor = dense_floor if floor is None else floor
+                ranked, below = fusion.fuse_legs_head(
+                    found,
+                    answer,
+                    options.fusion,
+                    options.rrf_k,
+                    options.weights,
+                    options.normalization,
+                    _preference_scorer(options, metadata_of),
+                    top,
+                    profile,
+                    floor,
+                    None if options.reorders else options.top_k,  # what `refine` keeps
+                )
     return Ranking(ranked, mode, degraded, reason, floor=floor, below_floor=below)
 
 
