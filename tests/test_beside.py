@@ -124,6 +124,39 @@ def test_which_dense_legs_run_beside(tmp_path: Path, monkeypatch: pytest.MonkeyP
     assert started == [True, False]
 
 
+def test_a_filter_leaving_many_chunks_runs_the_legs_side_by_side(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With the vector at hand, a filtered hybrid search runs its legs side by side when the
+    filter leaves at least `BESIDE_ELIGIBLE` live chunks (deleted ones not counted), else
+    in line; the hits are the same either way."""
+    from ragloom.engine import legs as legs_module
+
+    started: list[bool] = []
+
+    class Spy(Beside):
+        def __init__(self, fn, *args, start: bool = True) -> None:
+            super().__init__(fn, *args, start=start)
+            started.append(self.in_background)
+
+    monkeypatch.setattr(side_by_side, "Beside", Spy)
+    monkeypatch.setattr(legs_module, "BESIDE_ELIGIBLE", 3)
+    with ragloom.Index(tmp_path / "i.db", embedder="local") as index:
+        index.add(docs())  # four notes of the harbour, two of the city
+        index.search("lighthouse fog", top_k=3)  # the model embeds the query (in line)
+        started.clear()
+        harbour = index.search("lighthouse fog", top_k=3, filters={"place": "harbour"})
+        city = index.search("lighthouse fog", top_k=3, filters={"place": "city"})
+        index.delete("tide")
+        index.delete("map")  # two harbour notes left: fewer than three
+        fewer = index.search("lighthouse fog", top_k=3, filters={"place": "harbour"})
+        monkeypatch.setenv("RAGLOOM_PARALLEL_LEGS", "0")
+        in_line = index.search("lighthouse fog", top_k=3, filters={"place": "city"})
+    assert started == [True, False, False, False]
+    assert len(harbour) == 3 and {h.document_id for h in fewer} == {"forge", "bell"}
+    assert hits_of(city) == hits_of(in_line)
+
+
 def test_an_embedding_service_down_still_degrades_to_the_lexical_leg(tmp_path: Path) -> None:
     with (
         EmbedServer() as service,

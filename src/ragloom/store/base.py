@@ -101,6 +101,11 @@ class CollectionReader(ABC):
         empty for a store of one piece."""
         return []
 
+    def eligible_count(self, where: FilterNode, where_key: str | None) -> int | None:
+        """How many live chunks pass the filter, when this reader can tell cheaply (None:
+        it cannot; the engine then treats the filter as selective)."""
+        return None
+
     @abstractmethod
     def field_values(self, key: str) -> list[Any]:
         """Values a filter on the metadata `key` (dots for nested fields) reads in this

@@ -72,6 +72,14 @@ class SQLiteCollection(CollectionReader):
     ) -> tuple[np.ndarray, np.ndarray]:
         return dense_views.search_view(self.view, vector, k, where, where_key)
 
+    def eligible_count(self, where: FilterNode, where_key: str | None) -> int | None:
+        # (each part's mask and count are remembered: the legs read the same ones after)
+        total = 0
+        for part in self.view.parts:
+            mask = part.eligible(where, where_key)
+            total += part.segment.n if mask is None else part.allowed(mask)
+        return total
+
     def metadata(self, rows: Sequence[int]) -> dict[int, dict[str, Any]]:
         return self.view.metadata(rows)
 
