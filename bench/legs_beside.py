@@ -6,7 +6,8 @@ Usage: python bench/legs_beside.py INDEX [--queries 400] [--rounds 2]
 INDEX is a settled bench/scale.py index (its size is read from its name, scale-N.db). One
 read-only process, `RAGLOOM_PARALLEL_LEGS` 0 and 1 alternating query by query (the order
 swapped every other query), hybrid queries of 8 words with their vectors at hand, unfiltered
-and with a 1 % filter (which stays in line by design: the row shows what deciding costs).
+and with a 1 % filter (side by side when it leaves at least 2,000 chunks, as at 1M; in line
+below, as at 100k, where the row shows what deciding costs).
 Prints p50 and p95 per mode and the ratio (above 1: beside is faster). The gain needs a free
 core: on a machine whose other cores are busy both modes take the same time.
 """

@@ -64,6 +64,19 @@ def lexical_threads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return seen
 
 
+def spy_on_beside(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """For each hybrid search from now on, whether its legs ran side by side."""
+    started: list[bool] = []
+
+    class Spy(Beside):
+        def __init__(self, fn, *args, start: bool = True) -> None:
+            super().__init__(fn, *args, start=start)
+            started.append(self.in_background)
+
+    monkeypatch.setattr(side_by_side, "Beside", Spy)
+    return started
+
+
 def test_a_service_embeds_the_query_beside_the_lexical_leg(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -93,14 +106,7 @@ def test_a_service_embeds_the_query_beside_the_lexical_leg(
 def test_which_dense_legs_run_beside(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A local model embeds in line (it uses every core itself); a vector at hand runs
     beside unless a filter narrows the leg to a few vectors; a service always runs beside."""
-    started: list[bool] = []
-
-    class Spy(Beside):
-        def __init__(self, fn, *args, start: bool = True) -> None:
-            super().__init__(fn, *args, start=start)
-            started.append(self.in_background)
-
-    monkeypatch.setattr(side_by_side, "Beside", Spy)
+    started = spy_on_beside(monkeypatch)
     where = {"place": "harbour"}
     with ragloom.Index(tmp_path / "i.db", embedder="local") as index:
         index.add(docs())
@@ -132,14 +138,7 @@ def test_a_filter_leaving_many_chunks_runs_the_legs_side_by_side(
     in line; the hits are the same either way."""
     from ragloom.engine import legs as legs_module
 
-    started: list[bool] = []
-
-    class Spy(Beside):
-        def __init__(self, fn, *args, start: bool = True) -> None:
-            super().__init__(fn, *args, start=start)
-            started.append(self.in_background)
-
-    monkeypatch.setattr(side_by_side, "Beside", Spy)
+    started = spy_on_beside(monkeypatch)
     monkeypatch.setattr(legs_module, "BESIDE_ELIGIBLE", 3)
     with ragloom.Index(tmp_path / "i.db", embedder="local") as index:
         index.add(docs())  # four notes of the harbour, two of the city
