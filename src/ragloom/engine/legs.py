@@ -45,7 +45,7 @@ class Legs:
     dense_floor: float | None = None  # the model's floor for dense-only hits (embedding.floors)
     ceiling: Callable[[str], float | None] | None = None  # query -> its BM25 ceiling
     profile: dict[str, Any] | None = None  # the collection's probe profile (adaptive fusion)
-    dense_beside: Callable[[str], bool] | None = None  # query -> run the legs side by side?
+    legs_beside: Callable[[str], bool] | None = None  # query -> run the legs side by side?
 
 
 def collection_legs(

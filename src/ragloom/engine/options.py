@@ -69,7 +69,7 @@ class _NotData(Exception):
     than options that are kept may hold."""
 
 
-def _frozen(value: Any, room: list[float]) -> tuple[type, Any]:
+def _frozen(value: Any, room: list[int]) -> tuple[type, Any]:
     """A hashable copy of plain data, each value tagged with its type (so that 1, 1.0 and
     True, equal and hashed alike, stay apart); `_NotData` for anything else, or once more
     values than `room[0]` were copied."""

@@ -148,7 +148,7 @@ class Searcher:
                 legs.dense_floor,
                 legs.ceiling,
                 legs.profile,
-                legs.dense_beside,
+                legs.legs_beside,
             )
             return note_missing(note_pending(ranking, legs.reader), legs.reader, opts.strict)
 

@@ -171,7 +171,6 @@ def fuse_distinct(
     else:  # a few rows: each one's rank alone
         lex_rank, den_rank = partial(tie_rank, lex_scores), partial(tie_rank, den_scores)
     template = {**_DEFAULTS, "fused_by": ADAPTIVE, "fusion_detail": chosen}
-    new, assign = object.__new__, object.__setattr__
     out = []
     for m in order:  # a dict copied and filled beats a dict display by a third here
         values = template.copy()
@@ -195,7 +194,5 @@ def fuse_distinct(
         values["row_id"] = row  # the last three in `_candidate`'s order of keys
         values["score"] = total
         values["match"] = match
-        cand = new(Candidate)
-        assign(cand, "__dict__", values)
-        out.append(cand)
+        out.append(candidate_of(values))
     return out, dropped

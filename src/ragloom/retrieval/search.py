@@ -294,7 +294,8 @@ def fuse_legs(
     hits by that leg's share (`ragloom.retrieval.adaptive`): BM25 over the query's ceiling,
     or the cosine (0 when negative); the leg's raw score stays in `lexical_score` /
     `dense_score`. `beside(query)` says whether a hybrid search runs its two legs side by
-    side: the lexical leg on another core, the dense leg here (`ragloom.retrieval.beside`)."""
+    side: the lexical leg on another core, the dense leg here
+    (`ragloom.retrieval.side_by_side`)."""
     mode = options.mode or ("hybrid" if dense is not None else "lexical")
     if mode != "lexical" and dense is None:
         raise NeedsVectors(
