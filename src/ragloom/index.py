@@ -16,6 +16,7 @@ import numpy as np
 
 from ragloom.config import CollectionConfig
 from ragloom.context import GROUNDING_INSTRUCTION, PackedContext
+from ragloom.dense import dots
 from ragloom.embedding import Embedder
 from ragloom.engine.calibration import calibrate
 from ragloom.engine.collections import configure, index_stats
@@ -358,6 +359,7 @@ class Index:
     def warm(self) -> None:
         """Load every collection's segments and model, and the compiled kernels, now."""
         kernels.available()
+        dots.compiled()
         with self.store.snapshot() as snap:
             for name in snap.collections():
                 reader = snap.collection(name)

@@ -9,18 +9,12 @@ from typing import Any
 
 import numpy as np
 
+from ragloom.dense.dots import row_dots
 from ragloom.filters import FilterNode
 from ragloom.segments.view import CollectionView, Part
 from ragloom.topn import best_first
 
 _NO_DOCS = np.zeros(0, np.int64)
-# Each row's dot product with the query, one row at a time (numpy >= 2: a ufunc over BLAS's
-# single-threaded dot; older numpy: einsum). Not `vectors @ query`: a matrix-vector product
-# goes to OpenBLAS's threaded gemv, which waits for a thread on every core; with the other
-# core busy, 2,200 gathered vectors took 6-10 ms instead of 0.5-0.6 (bench/dense_scoring.py),
-# and a 1% filtered dense query at 1M 32 ms instead of about 5. A row's score no longer
-# depends on which rows are scored with it.
-_row_dots = getattr(np, "vecdot", None) or (lambda rows, q: np.einsum("ij,j->i", rows, q))
 EXACT_BELOW = 30_000  # eligible vectors scanned exactly rather than through the graph
 EXACT_SHARE = 0.05
 # A part's pool of up to this many scored chunks goes to the view uncut: ordering every
@@ -74,15 +68,11 @@ def search_part(
         docs = _approximate(part, query, k, ok, epoch, key)
         if docs is None:
             docs = part.listed(ok)  # (`ok` is remembered per filter: so is its list)
-            if len(docs) and len(docs) >= seg.n // 4:
-                scores = _row_dots(seg.vectors, query)[docs]
-                pools.append((docs, scores))
-                docs = None
-        if docs is not None and len(docs):  # (take copies the rows faster than indexing)
-            pools.append((docs, _row_dots(np.take(seg.vectors, docs, axis=0), query)))
+        if len(docs):
+            pools.append((docs, row_dots(seg.vectors, docs, query)))
     if part.late_vectors is not None and len(part.late_docs):
         docs = part.late_docs
-        scores = _row_dots(part.late_vectors, query)
+        scores = row_dots(part.late_vectors, None, query)
         if eligible is not None:
             keep = eligible[docs]
             docs, scores = docs[keep], scores[keep]
