@@ -54,6 +54,25 @@ def run(role: str, path: Path, n: int, cache: Path) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+def ragloom_source() -> str:
+    """Which ragloom this run measures: the package's folder and its git commit. The workers
+    import it as this process does, so an environment installed from another checkout is
+    measured instead of the one the command runs from: say which."""
+    import ragloom
+
+    where = Path(ragloom.__file__).resolve().parent
+
+    def git(*args: str) -> str | None:
+        done = subprocess.run(["git", "-C", str(where), *args], capture_output=True, text=True)
+        return done.stdout.strip() if done.returncode == 0 else None
+
+    commit = git("rev-parse", "--short", "HEAD")
+    if commit is None:
+        return f"{where} (not in a git checkout)"
+    changed = git("status", "--porcelain", "--", ".")
+    return f"{where} at {commit}" + (", with uncommitted changes" if changed else "")
+
+
 def sizes_on_disk(path: Path, n: int) -> dict[str, float]:
     """Bytes per chunk: SQLite tables and indexes, the live segment files and graphs, and
     (apart from the total) files of segments retired by a merge, which the store removes
@@ -334,6 +353,7 @@ def main() -> None:
         "embedder: bench-clustered-384 (table lookup), model: none, runtime: numpy; "
         "ragloom: embedded SQLite store, faiss HNSW graphs on large segments"
     )
+    console.print(f"ragloom measured: {ragloom_source()}")
     for n in args.sizes:
         path = args.work / f"scale-{n}.db"
         remove_index(path)
