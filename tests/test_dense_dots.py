@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from ragloom.compiled import Compiled
 from ragloom.dense import dots
 
 
@@ -19,7 +20,7 @@ def _unit_rows(count: int, dimension: int, seed: int = 0) -> np.ndarray:
 @pytest.fixture(autouse=True)
 def _kernels_on(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("RAGLOOM_KERNELS", raising=False)
-    monkeypatch.setattr(dots, "_compiled", [])  # loaded afresh, whatever ran before
+    monkeypatch.setattr(dots, "_kernel", Compiled(dots._build))  # afresh, whatever ran before
 
 
 @pytest.mark.parametrize("dimension", [384, 13, 1])
@@ -67,7 +68,7 @@ def test_without_the_kernel_numpy_gives_the_same_answers(
     query = _unit_rows(1, 384, seed=5)[0]
     docs = np.array([5, 150, 7, 199], np.int64)
     compiled = dots.row_dots(vectors, docs, query)
-    monkeypatch.setattr(dots, "_kernel", lambda: None)
+    monkeypatch.setattr(dots, "_kernel", Compiled(lambda njit: None))
     assert not dots.compiled()
     plain = dots.row_dots(vectors, docs, query)
     np.testing.assert_allclose(plain, compiled, rtol=0, atol=2e-6)
@@ -81,6 +82,7 @@ def test_a_numba_that_cannot_build_the_kernel_leaves_numpy_scoring(
         raise RuntimeError("this LLVM has no prefetch hint")
 
     monkeypatch.setattr(dots, "_prefetch_intrinsic", no_hint)
+    monkeypatch.setattr(dots, "_kernel", Compiled(dots._build))
     assert not dots.compiled()
     vectors = _unit_rows(50, 384)
     query = _unit_rows(1, 384, seed=3)[0]

@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from ragloom import topn
 from ragloom.config import CollectionConfig
 from ragloom.context import GROUNDING_INSTRUCTION, PackedContext
 from ragloom.dense import dots
@@ -360,6 +361,7 @@ class Index:
         """Load every collection's segments and model, and the compiled kernels, now."""
         kernels.available()
         dots.compiled()
+        topn.compiled()
         with self.store.snapshot() as snap:
             for name in snap.collections():
                 reader = snap.collection(name)

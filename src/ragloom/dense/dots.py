@@ -8,11 +8,11 @@ through BLAS's dot."""
 
 from __future__ import annotations
 
-import os
-import threading
 from collections.abc import Callable
 
 import numpy as np
+
+from ragloom.compiled import Compiled
 
 # One row at a time (numpy >= 2: a ufunc over BLAS's single-threaded dot; older numpy:
 # einsum). Not `vectors @ query`: a matrix-vector product goes to OpenBLAS's threaded gemv,
@@ -20,13 +20,10 @@ import numpy as np
 # took 6-10 ms instead of 0.5-0.6 (bench/dense_scoring.py).
 _numpy_dots = getattr(np, "vecdot", None) or (lambda rows, q: np.einsum("ij,j->i", rows, q))
 
-_compiled: list = []  # [kernel or None], filled once
-_lock = threading.Lock()
-
 
 def row_dots(vectors: np.ndarray, docs: np.ndarray | None, query: np.ndarray) -> np.ndarray:
     """float32 dot product of `query` with each row `docs` names (every row when None)."""
-    kernel = _kernel()
+    kernel = _kernel.get()
     if kernel is None:
         if docs is None or len(docs) >= len(vectors) // 4:  # scoring all beats copying many
             scores = _numpy_dots(vectors, query)
@@ -47,35 +44,19 @@ def row_dots(vectors: np.ndarray, docs: np.ndarray | None, query: np.ndarray) ->
 def compiled() -> bool:
     """True when the compiled kernel scores (numba installed, RAGLOOM_KERNELS not 0). The
     first call loads (or compiles) it, about 0.2 s: `Index.warm()` pays it."""
-    return _kernel() is not None
+    return _kernel.get() is not None
 
 
-def _kernel() -> Callable | None:
-    if not _compiled:
-        with _lock:
-            if not _compiled:
-                _compiled.append(_load())
-    return _compiled[0]
-
-
-def _load() -> Callable | None:
-    if os.environ.get("RAGLOOM_KERNELS", "1") == "0":
-        return None
-    try:
-        from numba import njit
-    except ImportError:
-        return None
+def _build(njit: Callable) -> Callable:
+    """Compile the kernel with the prefetch hint, for arrays in memory and mapped files."""
     global _prefetch
-    try:
-        _prefetch = _prefetch_intrinsic()
-        kernel = njit(cache=True, nogil=True, fastmath={"reassoc"})(_chosen_dots)
-        query, out = np.zeros(2, np.float32), np.zeros(1, np.float32)
-        for writable in (True, False):  # arrays in memory, then mapped files (read-only)
-            vectors = np.zeros((1, 2), np.float32)
-            vectors.setflags(write=writable)
-            kernel(vectors, np.zeros(1, np.int64), query, out)  # compile or load it now
-    except Exception:  # noqa: BLE001 - a numba that cannot build it: numpy scores instead
-        return None
+    _prefetch = _prefetch_intrinsic()
+    kernel = njit(cache=True, nogil=True, fastmath={"reassoc"})(_chosen_dots)
+    query, out = np.zeros(2, np.float32), np.zeros(1, np.float32)
+    for writable in (True, False):  # arrays in memory, then mapped files (read-only)
+        vectors = np.zeros((1, 2), np.float32)
+        vectors.setflags(write=writable)
+        kernel(vectors, np.zeros(1, np.int64), query, out)  # compile or load it now
     return kernel
 
 
@@ -131,3 +112,6 @@ def _prefetch_intrinsic() -> Callable:
         return types.void(types.int64), codegen
 
     return prefetch
+
+
+_kernel = Compiled(_build)

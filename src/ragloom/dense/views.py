@@ -12,7 +12,7 @@ import numpy as np
 from ragloom.dense.dots import row_dots
 from ragloom.filters import FilterNode
 from ragloom.segments.view import CollectionView, Part
-from ragloom.topn import best_first
+from ragloom.topn import best_of
 
 _NO_DOCS = np.zeros(0, np.int64)
 EXACT_BELOW = 30_000  # eligible vectors scanned exactly rather than through the graph
@@ -84,7 +84,7 @@ def search_part(
     scores = scores.astype(np.float32, copy=False)
     if len(docs) <= max(k, FEW_SCORED):
         return docs, scores
-    best = best_first(np.arange(len(docs)), scores, k)
+    best = best_of(scores, k)
     return docs[best], scores[best]
 
 
