@@ -3,7 +3,7 @@ bench/scale.py's query kinds (bench/scale.py times each system in its own proces
 moment of the run, and on a shared machine that alone moves a ratio by 20-40 %).
 
 Usage: python bench/qdrant_interleaved.py WORK [--n 100000] [--rounds 2] [--queries 400]
-       [--block 40] [--filters none 1%]
+       [--block 40] [--filters none 1%] [--kinds "lexical rare" "lexical no match" ...]
 
 WORK is a bench/scale.py work folder holding a settled index (`scale-N.db`, opened read-only)
 and the embedded Qdrant shard the same run built (`qdrant-N`, optimized), with the vector
@@ -13,6 +13,16 @@ evict the other's caches, slowing both, the more cache-bound the more). Two pair
 with their text and metadata (`Index.search`; Qdrant with its payload) and ids with scores
 (`Index.rank`; Qdrant without payload). Prints p50 / p95 ms and the ratio Qdrant p50 /
 ragloom p50 (above 1: ragloom faster).
+
+"lexical no match" asks for a word no chunk holds: each system's fixed cost of a query, what
+it spends before and around any scoring or hit.
+
+Qdrant runs a query on worker threads. On a 2-vCPU machine whose other vCPU sleeps, waking it
+costs each query about 70 us: here, its no-match query took 0.09 ms (ids), and 0.02 under
+`taskset -c 0`; its rare-term query with the payload 0.18-0.19, and 0.10. ragloom's lexical
+path runs on the calling thread and does not move (rare with text 0.22-0.23 either way).
+`taskset -c 0 python bench/qdrant_interleaved.py ...` compares the lexical kinds with Qdrant
+at its best (not hybrid: ragloom then loses its second core for the dense leg).
 """
 
 from __future__ import annotations
@@ -46,6 +56,16 @@ from scale_qdrant import (  # noqa: E402
 from ragloom import Index  # noqa: E402
 from ragloom.engine.options import search_options  # noqa: E402
 
+NO_MATCH = "zzqxv"  # every syllable of the corpus's words holds a vowel: this word has none
+KINDS = (
+    "lexical very common",
+    "lexical common",
+    "lexical rare",
+    "lexical no match",
+    "dense",
+    "hybrid",
+)
+
 
 def kinds(corpus: Corpus, n: int, table: np.ndarray) -> list[tuple[str, list, list, dict]]:
     """(kind, ragloom query texts, Qdrant (text, vector) pairs, ragloom options) per kind, the
@@ -53,9 +73,10 @@ def kinds(corpus: Corpus, n: int, table: np.ndarray) -> list[tuple[str, list, li
     numbers = query_chunks(n)
     texts = [corpus.texts(number, 1)[0] for number in numbers]
     vectors = [np.asarray(table[number]).tolist() for number in numbers]
+    lexical = {**query_words(corpus), "no match": [NO_MATCH]}
     out = [
         (f"lexical {label}", [" ".join(terms)], [(" ".join(terms), None)], {"mode": "lexical"})
-        for label, terms in query_words(corpus).items()
+        for label, terms in lexical.items()
     ]
     out.append(("dense", texts, [(None, v) for v in vectors], {"mode": "dense"}))
     words = [hybrid_words(t) for t in texts]
@@ -102,6 +123,7 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=400)
     parser.add_argument("--block", type=int, default=40)
     parser.add_argument("--filters", nargs="+", default=["none", "1%"], choices=FILTERS)
+    parser.add_argument("--kinds", nargs="+", default=list(KINDS), choices=KINDS)
     args = parser.parse_args()
     import qdrant_edge as q
 
@@ -122,6 +144,11 @@ def main() -> None:
         out.add_column(column)
     for round_ in range(args.rounds):
         for kind, ours_q, theirs_q, options in kinds(corpus, args.n, table):
+            if kind not in args.kinds:
+                continue
+            if kind == "lexical no match":  # it must match nothing, in both
+                assert not index.rank(NO_MATCH, search_options(10, mode="lexical")).candidates
+                assert not shard.query(lexical_request(model, NO_MATCH, None, False))
             for fname in args.filters:
                 spec, where = FILTERS[fname], where_q[fname]
                 for payload in (True, False):
