@@ -83,7 +83,8 @@ def test_a_numba_that_cannot_build_the_kernel_leaves_numpy_scoring(
 
     monkeypatch.setattr(dots, "_prefetch_intrinsic", no_hint)
     monkeypatch.setattr(dots, "_kernel", Compiled(dots._build))
-    assert not dots.compiled()
+    with pytest.warns(RuntimeWarning, match="ragloom.dense.dots.*numpy serves"):
+        assert not dots.compiled()
     vectors = _unit_rows(50, 384)
     query = _unit_rows(1, 384, seed=3)[0]
     want = vectors.astype(np.float64) @ query.astype(np.float64)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from ragloom.compiled import Compiled
 from ragloom.lexical import kernels, topk
 from ragloom.lexical.bm25 import BM25Params, bm25_idf
 from ragloom.lexical.term_weights import block_maxima, term_weights
@@ -18,7 +19,7 @@ from ragloom.segments.postings import Postings
 @pytest.fixture(autouse=True)
 def _compiled(monkeypatch):
     monkeypatch.delenv("RAGLOOM_KERNELS", raising=False)
-    monkeypatch.setattr(kernels, "_compiled", None)
+    monkeypatch.setattr(kernels, "_kernels", Compiled(kernels._build))
     assert kernels.available(), "numba is a dependency: the compiled kernels must load"
 
 
@@ -205,7 +206,7 @@ def test_maxscore_gives_up_when_its_bounds_do_not_prune() -> None:
     segment = _segment(rng, 6000, vocab=2000)
     terms, params = [0, 1, 2], BM25Params()
     stats = _stats(segment, terms)
-    run = kernels._compiled["maxscore"]
+    run = kernels._kernels.get()["maxscore"]
     lo, hi, address, wmin, bmax, boff = _maxscore_inputs(segment, terms, stats, params)
     mask = np.zeros(1, np.bool_)
     unread = (np.zeros(3, np.int64), np.zeros(3))  # no term read by chunk number
@@ -241,7 +242,7 @@ def test_maxscore_is_not_tried_when_every_posting_would_need_a_look_up() -> None
     want = _reference(segment, terms, stats, params, None, 10, 0.0)
     theta = min(want[1])
     lo, hi, address, _, bmax, boff = _maxscore_inputs(segment, terms, stats, params)
-    mask, run = np.zeros(1, np.bool_), kernels._compiled["maxscore"]
+    mask, run = np.zeros(1, np.bool_), kernels._kernels.get()["maxscore"]
     for wmin, done in ((np.zeros(3), True), (np.full(3, theta), False)):
         unread = (np.zeros(3, np.int64), np.zeros(3))
         args = (segment.docs, lo, hi, address, wmin, unread, bmax, boff, mask, False, 10, theta)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from ragloom.compiled import Compiled
 from ragloom.lexical.bm25 import BM25Params, bm25_idf
 from ragloom.lexical.topk import Stats, Target, search
 from ragloom.segments.build import build_segment
@@ -23,10 +24,11 @@ def _prune_everything(monkeypatch, request):
     monkeypatch.setattr(topk, "SMALL_SEGMENT", 64)
     monkeypatch.setattr(topk, "SMALL_WORK", 0)
     if request.param == "numpy":
-        monkeypatch.setattr(kernels, "_compiled", {})
+        monkeypatch.setattr(kernels, "_kernels", Compiled(lambda njit: None))
+        assert not kernels.available()
     else:
         monkeypatch.delenv("RAGLOOM_KERNELS", raising=False)
-        monkeypatch.setattr(kernels, "_compiled", None)
+        monkeypatch.setattr(kernels, "_kernels", Compiled(kernels._build))
         assert kernels.available(), "numba is a dependency: the compiled kernels must load"
     return request.param
 
@@ -181,7 +183,7 @@ def test_pruning_reads_fewer_postings(monkeypatch) -> None:
     import ragloom.lexical.topk as topk
     from ragloom.lexical import kernels
 
-    monkeypatch.setattr(kernels, "_compiled", {})
+    monkeypatch.setattr(kernels, "_kernels", Compiled(lambda njit: None))
 
     rng = np.random.default_rng(5)
     seg = _segments(rng, [40_000], vocab=5000)[0]

@@ -8,49 +8,52 @@ while reading only the postings that can matter (block-max MaxScore, `ragloom.le
 else block-max windows, `ragloom.lexical.windows`; their shared pieces: `ragloom.lexical.cursors`,
 compiled here first). Nothing is reordered and no fast math is allowed, so the results do not
 depend on the CPU (AVX2 or AVX-512 alike). Without numba installed `available()` is False and
-the numpy paths run as before.
+the numpy paths run as before, and so they do (with a warning) when this numba cannot build
+the kernels (`ragloom.compiled`).
 """
 
 from __future__ import annotations
 
-import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
+from ragloom.compiled import Compiled
 from ragloom.lexical import cursors, maxscore, windows
 
-_compiled: dict | None = None
-_lock = threading.Lock()
 _local = threading.local()
 
 
 def available() -> bool:
     """True when the compiled kernels can run (numba installed, not switched off with
-    RAGLOOM_KERNELS=0). The first call imports numba and loads (or compiles) the kernels,
-    about 0.3 s, paid at `Index.warm()` or by the first lexical search, never at import."""
-    global _compiled
-    if _compiled is None:
-        with _lock:
-            if _compiled is None:
-                _compiled = _load()
-    return bool(_compiled)
+    RAGLOOM_KERNELS=0, and able to build them). The first call imports numba and loads (or
+    compiles) the kernels, about 0.3 s, paid at `Index.warm()` or by the first lexical search,
+    never at import."""
+    return _kernels.get() is not None
 
 
-def _load() -> dict:
-    if os.environ.get("RAGLOOM_KERNELS", "1") == "0":
-        return {}
+def _build(njit: Callable) -> dict[str, Callable]:
+    """The kernels, compiled and run once each; the pieces they call (`cursors`, `maxscore`,
+    `windows`) are compiled in place first, and put back as they were if anything fails."""
+    pieces = [(module, name) for module in (cursors, maxscore, windows) for name in module.COMPILED]
+    before = {(module, name): getattr(module, name) for module, name in pieces}
+    before[(cursors, "weights_at")] = cursors.weights_at
     try:
-        from numba import njit
-    except ImportError:  # the numpy paths serve
-        return {}
+        return _compile(njit, pieces)
+    except Exception:
+        for (module, name), function in before.items():
+            setattr(module, name, function)
+        raise
+
+
+def _compile(njit: Callable, pieces: list[tuple[Any, str]]) -> dict[str, Callable]:
     cursors.weights_at = _intrinsics()
-    for module in (cursors, maxscore, windows):  # the pieces first: kernels call them compiled
-        for name in module.COMPILED:
-            function = getattr(module, name)
-            plain = getattr(function, "py_func", function)  # (loaded once more in tests)
-            setattr(module, name, njit(cache=True, nogil=True)(plain))
+    for module, name in pieces:  # the pieces first: kernels call them compiled
+        function = getattr(module, name)
+        plain = getattr(function, "py_func", function)  # (loaded once more in tests)
+        setattr(module, name, njit(cache=True, nogil=True)(plain))
     compiled = {
         name: njit(cache=True, nogil=True)(function)
         for name, function in (
@@ -71,6 +74,9 @@ def _load() -> dict:
                 compiled, docs, [(0, 2)], [np.ones(2)], [np.ones(1)], [1.0], 2, None, 1, 0.0, share
             )
     return compiled
+
+
+_kernels: Compiled[dict[str, Callable]] = Compiled(_build)
 
 
 def _intrinsics():
@@ -149,7 +155,8 @@ def score_top(
 ) -> tuple[np.ndarray, np.ndarray]:
     """(chunk numbers, scores) that can make the top `k` of one segment of `n` chunks, from
     each query term's (docs, weights) in query order; `eligible` masks the chunks allowed."""
-    accumulate, select = _compiled["accumulate"], _compiled["select"]  # type: ignore[index]
+    compiled = _kernels.get()
+    accumulate, select = compiled["accumulate"], compiled["select"]  # type: ignore[index]
     scores, touched = _buffers(n)
     count = 0
     for docs, weights in postings:
@@ -242,6 +249,7 @@ def score_top_pruned(
         ]
     if len(minima) != len(weights):
         raise ValueError("one minimum weight per query term")
+    compiled = _kernels.get()
     return _run_pruned(
-        _compiled, docs, ranges, weights, block_maxima, minima, n, eligible, k, theta, share, dense
+        compiled, docs, ranges, weights, block_maxima, minima, n, eligible, k, theta, share, dense
     )
