@@ -115,6 +115,19 @@ def qdrant_query(shard, model, kind: str, queries: list, where, payload: bool):
     return run
 
 
+def open_run(work: Path, n: int) -> tuple[Corpus, np.ndarray, Index, object]:
+    """A bench/scale.py run's settled index (read-only, warmed) and its Qdrant shard, with the
+    corpus and vector table both were built from."""
+    import qdrant_edge as q
+
+    corpus = Corpus()
+    table = corpus.vector_table(n + 100_000, work / "cache")
+    path = work / f"scale-{n}.db"
+    index = Index(path, embedder=BenchEmbedder(corpus, table=table), read_only=True)
+    index.warm()
+    return corpus, table, index, q.EdgeShard.load(str(work / f"qdrant-{n}"))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("work", type=Path)
@@ -125,14 +138,7 @@ def main() -> None:
     parser.add_argument("--filters", nargs="+", default=["none", "1%"], choices=FILTERS)
     parser.add_argument("--kinds", nargs="+", default=list(KINDS), choices=KINDS)
     args = parser.parse_args()
-    import qdrant_edge as q
-
-    corpus = Corpus()
-    table = corpus.vector_table(args.n + 100_000, args.work / "cache")
-    path = args.work / f"scale-{args.n}.db"
-    index = Index(path, embedder=BenchEmbedder(corpus, table=table), read_only=True)
-    index.warm()
-    shard = q.EdgeShard.load(str(args.work / f"qdrant-{args.n}"))
+    corpus, table, index, shard = open_run(args.work, args.n)
     model = bm25_model()
     where_q = qdrant_filters()
     segments = index.stats()["collections"]["default"]["segments"]

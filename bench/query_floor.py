@@ -27,8 +27,8 @@ from rich.console import Console
 from rich.table import Table
 
 sys.path.insert(0, str(Path(__file__).parent))
-from qdrant_interleaved import NO_MATCH  # noqa: E402
-from scale_data import BenchEmbedder, Corpus, query_words  # noqa: E402
+from qdrant_interleaved import NO_MATCH, open_run  # noqa: E402
+from scale_data import query_words  # noqa: E402
 from scale_qdrant import bm25_model, lexical_request  # noqa: E402
 
 from ragloom import Index  # noqa: E402
@@ -107,14 +107,7 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=2_000)
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
-    import qdrant_edge as q
-
-    corpus = Corpus()
-    table = corpus.vector_table(args.n + 100_000, args.work / "cache")
-    path = args.work / f"scale-{args.n}.db"
-    index = Index(path, embedder=BenchEmbedder(corpus, table=table), read_only=True)
-    index.warm()
-    shard = q.EdgeShard.load(str(args.work / f"qdrant-{args.n}"))
+    corpus, _, index, shard = open_run(args.work, args.n)
     rare = " ".join(query_words(corpus)["rare"])
     check(index, rare)
     runs = ways(index, shard, bm25_model(), rare)

@@ -12,6 +12,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import numpy as np
 
+from .stub_http import send_json
+
 DIMENSION = 16
 
 
@@ -84,15 +86,7 @@ class EmbedServer:
                 return self._send(404, {"error": "not found"})
 
             def _send(self, status: int, payload: dict) -> None:
-                raw = json.dumps(payload).encode()
-                try:
-                    self.send_response(status)
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(raw)))
-                    self.end_headers()
-                    self.wfile.write(raw)
-                except (BrokenPipeError, ConnectionResetError):
-                    pass  # the client stopped waiting (the timeout tests): no one to answer
+                send_json(self, status, payload)
 
         self._server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
         self._server.daemon_threads = True
