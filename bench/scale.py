@@ -1,7 +1,7 @@
 """Scale benchmark (issues 14, 18 and 23): build, size, open, query and write at 10k-1M chunks.
 
 Usage: python bench/scale.py [--sizes 10000 100000 1000000] [--work /tmp/ragloom-scale]
-       [--cache /work/cache] [--peers qdrant bm25s fts5 numpy]
+       [--cache /work/cache] [--peers qdrant bm25s fts5 numpy] [--passes 3]
 
 Chunks are synthetic (bench/scale_data.py: Zipf words, 20-89 a chunk; clustered 384-d
 vectors) and embedded by a trivial table lookup, so the figures measure ragloom (build times
@@ -16,7 +16,9 @@ ragloom's do, then again with ids and scores only beside ragloom's `Index.rank` 
 table); on both sides the exact searches for dense recall run after each timed loop (between
 queries they would evict the caches the next query reads), SQLite FTS5 over the same
 texts, bm25s indexing and searching the same texts (lexical queries), and exact numpy search
-over the same vectors; `--peers` picks some of them. Prints tables.
+over the same vectors; `--peers` picks some of them. Settled ragloom, Qdrant and bm25s are
+timed over `--passes` passes of the query mix (each kind's p50 over all of them: one pass of
+40 queries moved by up to 2x with a moment's noise). Prints tables.
 """
 
 from __future__ import annotations
@@ -34,17 +36,17 @@ from rich.console import Console
 from rich.table import Table
 
 sys.path.insert(0, str(Path(__file__).parent))
-from scale_data import Corpus, query_chunks, query_words  # noqa: E402
+from scale_data import PASSES, Corpus, query_chunks, query_words  # noqa: E402
 from scale_peers import build_fts5, exact_topk, fts5_query  # noqa: E402
 
 console = Console(width=160)
 PEERS = ("qdrant", "bm25s", "fts5", "numpy")
 
 
-def run(role: str, path: Path, n: int, cache: Path) -> dict:
+def run(role: str, path: Path, n: int, cache: Path, passes: int = PASSES) -> dict:
     worker = Path(__file__).parent / "scale_worker.py"
     done = subprocess.run(
-        [sys.executable, str(worker), role, str(path), str(n), str(cache)],
+        [sys.executable, str(worker), role, str(path), str(n), str(cache), str(passes)],
         capture_output=True,
         text=True,
         env={"RAGLOOM_EMBEDDER": "none", **__import__("os").environ},
@@ -171,7 +173,8 @@ def report(
     bm25s = lexical.get("bm25s")
     table = Table(
         title=f"{n:,} chunks, built with Index.add, closed, reopened (never optimized by hand): "
-        "queries, ms p50 / p95; ratio = peer p50 / ragloom p50 (above 1: ragloom faster)"
+        f"queries, ms p50 / p95 (settled: {len(serve['dense none'])} queries a kind); "
+        "ratio = peer p50 / ragloom p50 (above 1: ragloom faster)"
     )
     columns = ["query", "filter", "ragloom at open", "ragloom settled"]
     if qdrant:
@@ -338,6 +341,12 @@ def main() -> None:
     parser.add_argument("--work", type=Path, default=Path("/tmp/ragloom-scale"))
     parser.add_argument("--cache", type=Path, default=Path("/tmp/ragloom-scale/cache"))
     parser.add_argument(
+        "--passes",
+        type=int,
+        default=PASSES,
+        help="timed passes of the query mix for settled ragloom, Qdrant and bm25s (default 3)",
+    )
+    parser.add_argument(
         "--peers",
         nargs="+",
         choices=PEERS,
@@ -361,9 +370,9 @@ def main() -> None:
         lexical = run("build-lexical", lexical_path, n, args.cache)
         remove_index(lexical_path)
         if "bm25s" in which:
-            lexical["bm25s"] = run("build-bm25s", lexical_path, n, args.cache)
+            lexical["bm25s"] = run("build-bm25s", lexical_path, n, args.cache, args.passes)
         build = run("build", path, n, args.cache)
-        serve = run("serve", path, n, args.cache)
+        serve = run("serve", path, n, args.cache, args.passes)
         disk = sizes_on_disk(path, n)
         writes = run("writes", path, n, args.cache)
         peer = peers(corpus, n, args.work, args.cache, which)
@@ -371,7 +380,7 @@ def main() -> None:
         if "qdrant" in which:
             shard = args.work / f"qdrant-{n}"
             qdrant = {"build": run("build-qdrant", shard, n, args.cache)}
-            qdrant["serve"] = run("serve-qdrant", shard, n, args.cache)
+            qdrant["serve"] = run("serve-qdrant", shard, n, args.cache, args.passes)
         (args.work / f"scale-{n}.json").write_text(
             json.dumps(
                 {

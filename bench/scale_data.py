@@ -195,6 +195,21 @@ class BenchEmbedder(Embedder):
 
 # The benchmark's metadata filters as ragloom's `filters` (1 % and 0.1 % of the chunks).
 FILTERS = {"none": None, "1%": {"group": 7}, "0.1%": {"shard": 123}}
+PASSES = 3  # timed passes of the query mix on each side (`bench/scale.py --passes`)
+
+
+def merge_passes(passes: list[dict]) -> dict:
+    """Timed passes of a query mix as one: each kind's latencies from every pass together (a
+    p50 over 3 x 40 queries moves less with a moment's noise than one pass's); figures that
+    are not latencies (dense recall, the same every pass) from the first pass."""
+    out: dict = {}
+    for one in passes:
+        for key, value in one.items():
+            if isinstance(value, list):
+                out.setdefault(key, []).extend(value)
+            else:
+                out.setdefault(key, value)
+    return out
 
 
 def query_chunks(n: int, count: int = 40) -> list[int]:

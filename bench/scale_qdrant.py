@@ -19,7 +19,7 @@ from functools import partial
 from pathlib import Path
 
 import numpy as np
-from scale_data import Corpus, hybrid_words, query_chunks, query_words
+from scale_data import PASSES, Corpus, hybrid_words, merge_passes, query_chunks, query_words
 
 BATCH = 10_000
 
@@ -80,11 +80,11 @@ def _version() -> str:
     return version("qdrant-edge-py")
 
 
-def serve_qdrant(path: Path, n: int, cache: Path) -> dict:
+def serve_qdrant(path: Path, n: int, cache: Path, passes: int = PASSES) -> dict:
     """Open the shard and run bench/scale.py's query mix, one query at a time: once to warm
-    (as ragloom's settled figures follow its at-open pass), then timed with each hit's
-    payload (its text and metadata, as ragloom's hits), then with ids and scores only (keys
-    ending in " ids", beside ragloom's `Index.rank`)."""
+    (as ragloom's settled figures follow its at-open pass), then `passes` timed passes, each
+    with each hit's payload (its text and metadata, as ragloom's hits), then with ids and
+    scores only (keys ending in " ids", beside ragloom's `Index.rank`)."""
     import qdrant_edge as q
 
     corpus = Corpus()
@@ -104,8 +104,14 @@ def serve_qdrant(path: Path, n: int, cache: Path) -> dict:
     matrix = np.asarray(table[:n])
     setting = (shard, model, words, filters, masks, queries, texts, table, matrix)
     _mix(*setting, payload=True, suffix="")  # warm-up pass, not reported
-    out.update(_mix(*setting, payload=True, suffix=""))
-    out.update(_mix(*setting, payload=False, suffix=" ids"))
+    timed = [
+        {
+            **_mix(*setting, payload=True, suffix="", recall=i == 0),
+            **_mix(*setting, payload=False, suffix=" ids", recall=i == 0),
+        }
+        for i in range(passes)
+    ]
+    out.update(merge_passes(timed))
     shard.close()
     return out
 
@@ -159,10 +165,22 @@ def hybrid_request(model, words: str, vector: list[float], where, payload: bool)
 
 
 def _mix(
-    shard, model, words, filters, masks, queries, texts, table, matrix, payload: bool, suffix: str
+    shard,
+    model,
+    words,
+    filters,
+    masks,
+    queries,
+    texts,
+    table,
+    matrix,
+    payload: bool,
+    suffix: str,
+    recall: bool = True,
 ) -> dict:
     """One pass of the query mix: latencies per kind and filter (keys + `suffix`), and
-    dense recall@10 against exact; hits with their payload (text, metadata) or without."""
+    (`recall`) dense recall@10 against exact; hits with their payload (text, metadata) or
+    without."""
 
     def timed(request) -> tuple[float, list]:
         """Milliseconds for one query, the query's own BM25 analysis included (`request`
@@ -196,13 +214,15 @@ def _mix(
 
             hybrid.append(timed(request)[0])
         out[f"hybrid {fname}{suffix}"] = hybrid
+    if not recall:
+        return out
     for fname, hits in found_by.items():  # after every timed loop: exact scans evict caches
-        recall = []
+        shares = []
         for number, got in zip(queries, hits):
             scores = matrix @ table[number]
             if masks[fname] is not None:
                 scores = np.where(masks[fname], scores, -np.inf)
             exact = set(np.argpartition(-scores, 10)[:10].tolist())
-            recall.append(len(got & exact) / 10)
-        out[f"dense recall {fname}{suffix}"] = float(np.mean(recall))
+            shares.append(len(got & exact) / 10)
+        out[f"dense recall {fname}{suffix}"] = float(np.mean(shares))
     return out
