@@ -220,7 +220,9 @@ def _run_as_nobody(args: list[str]) -> subprocess.CompletedProcess:
     prefix = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
     command = [*prefix, sys.executable, "-m", "ragloom", *args]
     env = {**os.environ, "RAGLOOM_EMBEDDER": "none", "HOME": "/tmp"}
-    return subprocess.run(command, capture_output=True, text=True, timeout=60, env=env)
+    # Generous: as another user the compiled kernels' cache is not this user's, so the first
+    # run may compile them, which a busy machine can stretch past a minute.
+    return subprocess.run(command, capture_output=True, text=True, timeout=600, env=env)
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="runs the CLI as another user (needs root)")

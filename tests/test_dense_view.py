@@ -28,7 +28,10 @@ class Grouped(Embedder):
 
 
 @pytest.fixture
-def view_index(tmp_path: Path):
+def view_index(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    # No background maintenance: left idle (a slow machine's test takes seconds), it would
+    # fold these segments into one and the test would no longer see both kinds of pool.
+    monkeypatch.setenv("RAGLOOM_BACKGROUND", "0")
     index = Index(tmp_path / "v.db", embedder=Grouped())
     index.store.maintenance.flush_rows = 700
     for start in (0, 700, 1400):

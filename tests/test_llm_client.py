@@ -88,12 +88,12 @@ def test_one_failure_is_retried(server):
 
 
 def test_hung_service_fails_within_the_read_timeout(server):
-    server.mode, server.hang_seconds = "hang", 2.0
+    server.mode, server.hang_seconds = "hang", 20.0
     llm = OpenAIChat(server.url, "m", timeouts=FAST)
     started = time.monotonic()
     with pytest.raises(LLMFailed, match="did not answer within 0.5 s"):
         llm.chat([{"role": "user", "content": "x"}])
-    assert time.monotonic() - started < 1.9  # 2 x 0.5 s + 0.05 s, not 2 x 2 s
+    assert time.monotonic() - started < 10  # 2 x 0.5 s + 0.05 s, not the 20 s hang
 
 
 @pytest.mark.parametrize(
