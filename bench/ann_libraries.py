@@ -1,6 +1,6 @@
 """Which approximate-search library ragloom uses, by measurement (issue 14).
 
-Usage: python bench/ann_libraries.py [--n 100000] [--cache /work/cache]
+Usage: python bench/ann_libraries.py [--n 100000] [--cache /tmp/ragloom-cache]
 
 On the scale bench's clustered 384-d vectors (bench/scale_data.py), in one run: faiss HNSW
 with 8-bit scalar-quantized storage (what ragloom uses) and with float32 storage, hnswlib, and

@@ -1,6 +1,6 @@
 """Convert the classic Glasgow test collections (CISI, Medline, CACM, NPL) into BEIR folders.
 
-Usage: python bench/convert_classic.py --raw DIR --out /work/data-extra [--only cisi medline ...]
+Usage: python bench/convert_classic.py --raw DIR --out ../data-extra [--only cisi medline ...]
            [--note NAME=where its raw files came from]
 
 DIR holds one folder a collection with the files as the Glasgow IR group distributes them

@@ -2,7 +2,7 @@
 
 Usage: python bench/dense_floor.py [--data ../shared/data]
                                    [--datasets scifact scifact:train cranfield cosqa]
-                                   [--embedder local] [--cache /work/cache/ragloom-bench]
+                                   [--embedder local] [--cache /tmp/ragloom-cache/ragloom-bench]
                                    [--floors 0 0.05 ... 0.6] [--top-k 20]
 
 Hybrid search drops hits that only the dense leg found when their cosine is below a floor.
@@ -85,7 +85,7 @@ def main() -> None:
         "--datasets", nargs="+", default=["scifact", "scifact:train", "cranfield", "cosqa"]
     )
     parser.add_argument("--embedder", default="local", help="model spec (as --embedder)")
-    parser.add_argument("--cache", type=Path, default=Path("/work/cache/ragloom-bench"))
+    parser.add_argument("--cache", type=Path, default=Path("/tmp/ragloom-cache/ragloom-bench"))
     parser.add_argument("--floors", nargs="+", type=float, default=FLOORS)
     parser.add_argument("--top-k", type=int, default=20, help="hits whose legs are judged")
     parser.add_argument("--keep", type=float, default=0.95, help="share of relevant to keep")

@@ -3,7 +3,7 @@ z-score) in the same run: whole-search latency (query embedding included) and th
 stage alone, on SciFact's 300 test queries.
 
 Usage: flock /tmp/ragloom-bench.lock python bench/fusion_cost.py [--data ../shared/data]
-           [--cache /work/cache/fusion] [--repeats 3]
+           [--cache /tmp/ragloom-fusion-cache] [--repeats 3]
 The index is built into --cache once (the same file bench/fusion_defaults.py uses). The two
 settings alternate query by query, so that the machine's load falls on both alike; the
 engine's memory of query vectors is cleared before each search, so that both embed the query
@@ -33,7 +33,7 @@ def percentile(values: list[float], share: float) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", default=str(ROOT.parent / "shared" / "data"))
-    parser.add_argument("--cache", type=Path, default=Path("/work/cache/fusion"))
+    parser.add_argument("--cache", type=Path, default=Path("/tmp/ragloom-fusion-cache"))
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
     dataset = load_beir(Path(args.data) / "scifact", "test")

@@ -3,7 +3,7 @@ fusion (the default) on every collection, with the collections the method was ch
 marked apart from those held out.
 
 Usage: python bench/fusion_defaults.py [--data ../shared/data] [--extra DIR ...]
-           [--cache /work/cache/fusion] [--embedder local] [--sweep] [--plain-code]
+           [--cache /tmp/ragloom-fusion-cache] [--embedder local] [--sweep] [--plain-code]
 Each collection is embedded once into --cache (kept between runs, checked against the model;
 its fusion profile is taken once, from its own chunks) and each query's legs are fetched once.
 nDCG@10 scores the ten hits of a top-10 search (40 candidates per leg). The method was chosen
@@ -130,7 +130,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", default=str(ROOT.parent / "shared" / "data"))
     parser.add_argument("--extra", nargs="*", default=[], help="more BEIR folders (held out)")
-    parser.add_argument("--cache", type=Path, default=Path("/work/cache/fusion"))
+    parser.add_argument("--cache", type=Path, default=Path("/tmp/ragloom-fusion-cache"))
     parser.add_argument("--embedder", default="local")
     parser.add_argument("--sweep", action="store_true")
     parser.add_argument("--plain-code", action="store_true", help="code vocabulary off")

@@ -1,7 +1,7 @@
 """Scale benchmark (issues 14, 18 and 23): build, size, open, query and write at 10k-1M chunks.
 
 Usage: python bench/scale.py [--sizes 10000 100000 1000000] [--work /tmp/ragloom-scale]
-       [--cache /work/cache] [--peers qdrant bm25s fts5 numpy] [--passes 3]
+       [--cache /tmp/ragloom-cache] [--peers qdrant bm25s fts5 numpy] [--passes 3]
 
 Chunks are synthetic (bench/scale_data.py: Zipf words, 20-89 a chunk; clustered 384-d
 vectors) and embedded by a trivial table lookup, so the figures measure ragloom (build times

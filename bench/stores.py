@@ -1,7 +1,7 @@
 """The embedded store against PostgreSQL on SciFact, in one run: quality, query latency and
 ingest throughput of the same engine on both stores.
 
-Usage: python bench/stores.py [--data ../shared/data] [--cache /work/cache/postgres]
+Usage: python bench/stores.py [--data ../shared/data] [--cache /tmp/ragloom-cache/postgres]
                               [--pg-url URL] [--queries 300]
 The SciFact corpus is embedded once (local model) into a cached embedded index; PostgreSQL
 gets a copy by `ragloom migrate` (no re-embedding). Prints nDCG@10 for lexical, dense and
@@ -67,7 +67,7 @@ def lexical_ingest(location: str | Path, docs: list) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", default=str(Path(__file__).resolve().parents[2] / "shared/data"))
-    parser.add_argument("--cache", default="/work/cache/postgres")
+    parser.add_argument("--cache", default="/tmp/ragloom-cache/postgres")
     parser.add_argument("--pg-url", default=None)
     parser.add_argument("--queries", type=int, default=300)
     args = parser.parse_args()
