@@ -53,6 +53,8 @@ def content_hash(
     and `metadata`, the document's chunk policy and metadata JSON, when the caller has them
     already). The bytes hashed are those of one JSON list of the settings, then the text."""
     policy = policy or config.policy_for(doc.source, doc.language)
+    if doc.raw_hash is not None:
+        return converted_hash(doc.raw_hash, doc.source, config, salt, policy)
     if metadata is None:
         metadata = json.dumps(doc.metadata, ensure_ascii=False, sort_keys=True, default=str)
     # json.dumps([title, source, metadata, policy, weight, salt], sort_keys=True), written
@@ -62,6 +64,19 @@ def content_hash(
     digest = hashlib.sha256(settings.encode("utf-8", "surrogatepass"))
     digest.update(b"\x00")
     digest.update(doc.text.encode("utf-8", "surrogatepass"))
+    return digest.hexdigest()
+
+
+def converted_hash(
+    raw_hash: str, source: str | None, config: CollectionConfig, salt: str, policy: ChunkPolicy
+) -> str:
+    """The content hash of a converted file: its raw hash (bytes and converter version, which
+    decide its text, title, metadata and structure) with what shapes its chunks. Known before
+    the file is converted, so an unchanged file is never converted again."""
+    tail = _settings_tail(policy, config.title_weight, salt)
+    settings = f"[{_json_text(source)}, {tail}]"
+    digest = hashlib.sha256(b"converted\x00" + settings.encode("utf-8", "surrogatepass"))
+    digest.update(raw_hash.encode("ascii"))
     return digest.hexdigest()
 
 
