@@ -57,6 +57,13 @@ INDEX_OPTIONS = stack(
         help="Largest file read, in bytes or with K/M/G (0: no limit).",
     ),
     click.option(
+        "--convert-timeout",
+        type=click.FloatRange(min=0.1),
+        default=120.0,
+        show_default=True,
+        help="Seconds one PDF, Word file, ... may take to convert (then it is named).",
+    ),
+    click.option(
         "--field",
         "renames",
         multiple=True,
@@ -143,11 +150,13 @@ def index_cmd(
     collection_field: str | None,
     fail_fast: bool,
     max_file_size: int,
+    convert_timeout: float,
     renames: tuple[str, ...],
     language_field: str,
     as_json: bool,
 ) -> None:
-    """Index files and folders (text, Markdown, JSONL, source code); unchanged files are skipped.
+    """Index files and folders (text, Markdown, JSONL, CSV, code, PDF, HTML, Word, PowerPoint,
+    EPUB, notebooks); unchanged files are skipped.
 
     Every good file is indexed; a file that cannot be is reported with its reason and
     position, and the command then exits with status 1.
@@ -184,7 +193,7 @@ def index_cmd(
                 fields,
                 on_file=update,
                 fail_fast=fail_fast,
-                policy=ReadPolicy(max_file_size=max_file_size),
+                policy=ReadPolicy(max_file_size=max_file_size, convert_timeout=convert_timeout),
             )
         for warning in caught:
             message = str(warning.message)

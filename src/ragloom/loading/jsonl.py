@@ -222,7 +222,9 @@ def records(
         try:
             if line.text is None:
                 raise RecordError(path, line.number, _too_long(), line.offset)
-            yield _record_to_document(line, path, fields, default_id_prefix, source or path)
+            record = _parse(line, path)
+            where = (line.number, line.offset, path, fields, default_id_prefix, source or path)
+            yield record_document(record, *where)
         except RecordError as exc:
             if not lenient:
                 raise
@@ -286,15 +288,6 @@ def _parse(line: Line, path: str) -> Any:
             path, line.number, "holds a lone surrogate escape (not valid Unicode)", line.offset
         )
     return record
-
-
-def _record_to_document(
-    line: Line, path: str, fields: JsonlFields, default_id_prefix: str | None, source: str
-) -> Document:
-    record = _parse(line, path)
-    return record_document(
-        record, line.number, line.offset, path, fields, default_id_prefix, source
-    )
 
 
 def record_document(
