@@ -11,8 +11,9 @@ class Structure:
     """Where a converted document's pages (slides, cells) and sections begin, as offsets
     into its text: what a converter (`ragloom.convert`) gives besides the text.
 
-    Unit `i + 1` (pages, slides and cells count from 1) covers `starts[i]` up to the next
-    start. `kinds` holds a kind per unit when units differ ("code" or "markdown" cells);
+    Unit `i + 1` (pages, slides and cells count from 1; `numbers[i]` when given) covers
+    `starts[i]` up to the next start. `kinds` holds a kind per unit when units differ
+    ("markdown", "code" or "output" of notebook cells);
     `headings` are sections: (offset, level, title), in order. Slides and cells are hard
     boundaries for chunks; pages are not (a chunk may span two).
     """
@@ -22,6 +23,7 @@ class Structure:
     kinds: tuple[str, ...] = ()
     headings: tuple[tuple[int, int, str], ...] = ()
     language: str | None = None  # the language of code units (a notebook's kernel)
+    numbers: tuple[int, ...] = ()  # each unit's number when not its position (cell outputs)
 
 
 @dataclass(frozen=True)

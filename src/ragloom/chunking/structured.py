@@ -43,6 +43,8 @@ def _placed(structure: Structure, start: int, end: int) -> dict[str, Any]:
         return {}
     first = max(_unit_of(structure.starts, start), 1)
     last = max(_unit_of(structure.starts, max(start, end - 1)), first)
+    if structure.numbers:
+        first, last = structure.numbers[first - 1], structure.numbers[last - 1]
     out: dict[str, Any] = {structure.unit: first}
     if structure.unit == "page" and last > first:
         out["pages"] = list(range(first, last + 1))

@@ -155,12 +155,10 @@ def index_cmd(
     language_field: str,
     as_json: bool,
 ) -> None:
-    """Index files and folders (text, Markdown, JSONL, CSV, code, PDF, HTML, Word, PowerPoint,
-    EPUB, notebooks); unchanged files are skipped.
+    """Index files and folders (text, code, JSONL, CSV, PDF, HTML, Word, slides, EPUB, notebooks).
 
-    Every good file is indexed; a file that cannot be is reported with its reason and
-    position, and the command then exits with status 1.
-    """
+    Unchanged files are skipped; a file that cannot be indexed is named with its reason and
+    position, and the command then exits with status 1."""
     keywords(INDEXING, {"max_chars": max_chars, "overlap": overlap, "min_chars": min_chars})
     with open_index(ctx, create=True) as index:
         _configure(

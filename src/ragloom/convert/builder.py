@@ -43,6 +43,7 @@ class TextBuilder:
         self._length = 0
         self._starts: list[int] = []
         self._kinds: list[str] = []
+        self._numbers: list[int] = []
         self._headings: list[tuple[int, int, str]] = []
 
     @property
@@ -59,10 +60,12 @@ class TextBuilder:
         self._length += len(text)
         return start
 
-    def start_unit(self, kind: str = "") -> None:
-        """The next block begins a new page, slide or cell (an empty unit still counts)."""
+    def start_unit(self, kind: str = "", number: int | None = None) -> None:
+        """The next block begins a new page, slide or cell (an empty unit still counts);
+        `number` when it is not the next (a cell's output goes on under its cell)."""
         self._starts.append(self.offset)
         self._kinds.append(kind)
+        self._numbers.append(number if number is not None else len(self._starts))
 
     def heading(self, title: str, level: int = 1) -> None:
         """A section heading: its title becomes a line of the text and opens a section."""
@@ -105,6 +108,7 @@ class TextBuilder:
             kinds,
             tuple(sorted(self._headings, key=lambda h: h[0])),
             self.language,
+            () if self._numbers == list(range(1, len(self._numbers) + 1)) else tuple(self._numbers),
         )
         title = " ".join(title.split()) if title else None
         return Converted(text, title or None, structure, dict(metadata or {}))

@@ -77,18 +77,21 @@ def convert_notebook(data: bytes, name: str) -> Converted:
     language = _language(notebook)
     builder = TextBuilder("cell", language)
     title = None
-    for cell in cells:
+    for number, cell in enumerate(cells, start=1):
         if not isinstance(cell, dict):
             continue
         kind = cell.get("cell_type") if isinstance(cell.get("cell_type"), str) else "raw"
-        builder.start_unit("code" if kind == "code" else "markdown")
+        builder.start_unit("code" if kind == "code" else "markdown", number)
         text = _source(cell.get("source"))
         if kind == "markdown":
             title = title or _markdown(builder, text)
         elif kind == "code":
             builder.block(text, clean=False)
-            for output in _outputs(cell):
-                builder.block(output, clean=False)
+            outputs = _outputs(cell)
+            if outputs:  # under the same cell number, chunked as prose (not parsed as code)
+                builder.start_unit("output", number)
+                for output in outputs:
+                    builder.block(output, clean=False)
         else:
             builder.block(text)
     return builder.build(title, {"cells": len(cells), "language": language})

@@ -26,6 +26,7 @@ _SENTENCE_END = re.compile(r"[.!?:;\"'\u201d)\]]$")
 _LINE = re.compile(r"[^\r\n]+")
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\ufffe\uffff]")
 MAX_HEADING_CHARS = 150
+MIN_EDGED_LINES = 3  # a page needs this many lines before its first or last can be chrome
 
 
 @dataclass
@@ -67,6 +68,8 @@ def _running_lines(pages: list[list[Line]]) -> set[tuple[int, str]]:
         return set()
     counts: Counter[tuple[int, str]] = Counter()
     for lines in pages:
+        if len(lines) < MIN_EDGED_LINES:
+            continue
         seen = set()
         for edge, near in ((0, lines[:2]), (1, lines[-2:])):
             for line in near:
@@ -76,12 +79,19 @@ def _running_lines(pages: list[list[Line]]) -> set[tuple[int, str]]:
     return {key for key, count in counts.items() if count >= least and len(key[1]) < 200}
 
 
-def _strip_edges(lines: list[Line], running: set[tuple[int, str]], many: bool) -> list[Line]:
-    """A page's lines without running headers and footers and bare page numbers."""
+def _strip_edges(
+    lines: list[Line], running: set[tuple[int, str]], many: bool, keep: set[str]
+) -> list[Line]:
+    """A page's lines without running headers and footers and bare page numbers; a line in
+    `keep` (a bookmark's title, or set as a heading) is never dropped."""
 
     def dropped(edge: int, line: Line) -> bool:
+        if line.text.lower() in keep:
+            return False
         return (edge, _key(line.text)) in running or (many and bool(_PAGE_NUMBER.match(line.text)))
 
+    if len(lines) < MIN_EDGED_LINES:  # a page this short has no header apart from its text
+        return lines
     start, end = 0, len(lines)
     while start < min(end, 2) and dropped(0, lines[start]):
         start += 1
@@ -205,27 +215,38 @@ def convert_pdf(data: bytes, name: str) -> Converted:
             "run OCR on it first (e.g. ocrmypdf) to add a text layer",
         )
     running = _running_lines(pages)
-    levels = {} if outline else _heading_levels(pages)
+    levels = _heading_levels(pages)
+    keep = {title.lower() for marks in outline.values() for _, title in marks}
+    keep |= {line.text.lower() for lines in pages for line in lines if _is_heading(line, levels)}
+    if outline:
+        levels = {}  # the outline gives the sections
     builder = TextBuilder("page")
     for index, lines in enumerate(pages):
         builder.start_unit()
         start = builder.offset
-        kept = _strip_edges(lines, running, count > 1)
-        _add_page(builder, kept, levels)
+        kept = _strip_edges(lines, running, count > 1, keep)
+        _add_page(builder, kept, levels, keep if outline else set())
         for level, title in outline.get(index, ()):
             builder.section_at(_find(builder, start, title), title, level)
     return builder.build(metadata.pop("title", None), metadata)
 
 
-def _add_page(builder: TextBuilder, lines: list[Line], levels: dict[float, int]) -> None:
+def _add_page(
+    builder: TextBuilder, lines: list[Line], levels: dict[float, int], titles: set[str]
+) -> None:
+    """One page's lines as blocks: headings (by size) open sections, a bookmark's title
+    line stands as its own block, the rest joined into paragraphs."""
     run: list[str] = []
     for line in lines:
         level = _is_heading(line, levels)
-        if level:
+        if level or line.text.lower() in titles:
             for paragraph in _joined(run):
                 builder.block(paragraph)
             run = []
-            builder.heading(line.text, level)
+            if level:
+                builder.heading(line.text, level)
+            else:
+                builder.block(line.text)
         else:
             run.append(line.text)
     for paragraph in _joined(run):

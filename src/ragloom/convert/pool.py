@@ -143,6 +143,7 @@ class ConversionPool:
 
     def __init__(self, workers: int | None = None, memory: int = DEFAULT_MEMORY) -> None:
         self.memory = memory
+        self.submitted = 0  # conversions asked for so far (re-indexing unchanged files adds none)
         self.tasks: queue.Queue[_Task | None] = queue.Queue()
         count = workers or max(1, min(2, os.cpu_count() or 1))
         self.slots = [_Slot(self) for _ in range(count)]
@@ -151,6 +152,7 @@ class ConversionPool:
         self, fmt: str, data: bytes, name: str, timeout: float = DEFAULT_TIMEOUT
     ) -> Future[Converted]:
         future: Future[Converted] = Future()
+        self.submitted += 1
         self.tasks.put(_Task(fmt, data, name, timeout, future))
         return future
 
