@@ -9,6 +9,7 @@ import io
 import json
 import zipfile
 from collections.abc import Sequence
+from pathlib import Path
 
 Line = tuple[float, str]  # (font size, text): lines are set top to bottom
 
@@ -320,3 +321,81 @@ def entity_bomb_docx() -> bytes:
         "<w:body><w:p><w:r><w:t>&lol9;</w:t></w:r></w:p></w:body></w:document>"
     )
     return _with_part(docx(), "word/document.xml", body.encode())
+
+
+# -- a folder of mixed files (bench/formats_mixed.py, tests/test_formats.py) ----------------
+_WORDS = (
+    "harbour", "keeper", "lantern", "tide", "pilot", "beacon", "reef", "gale", "channel",
+    "buoy", "anchor", "compass", "ledger", "mooring", "quay", "hull", "rigging", "signal",
+    "storm", "fog", "cliff", "basalt", "granite", "copper", "brass", "wick",
+)  # fmt: skip
+# kind -> share of the folder; every kind but the last three is indexed
+MIX = {
+    "md": 30, "txt": 14, "pdf": 10, "html": 10, "docx": 8, "pptx": 5, "epub": 5,
+    "ipynb": 5, "csv": 5, "png": 4, "bad": 4,
+}  # fmt: skip
+BAD = ("locked.pdf", "scan.pdf", "bomb.docx", "blob.dat")
+
+
+def _sentence(rng: object, n: int) -> str:
+    words = [rng.choice(_WORDS) for _ in range(12)]  # type: ignore[attr-defined]
+    return " ".join(words).capitalize() + f" marker{n}."
+
+
+def mixed_folder(root: Path, count: int, seed: int = 45) -> dict[str, list[str]]:
+    """`count` files of every kind under `root` (in subfolders); returns the names expected
+    to be indexed, left out and named ("indexed", "left_out", "failed")."""
+    import random
+
+    rng = random.Random(seed)
+    spread = sorted(((j + 0.5) / share, k) for k, share in MIX.items() for j in range(share))
+    kinds = [k for _, k in spread]  # every kind spread evenly over any stretch
+    expected: dict[str, list[str]] = {"indexed": [], "left_out": [], "failed": []}
+    bad = 0
+    for n in range(count):
+        kind = kinds[n % len(kinds)]
+        folder = root / f"part{n % 7}"
+        folder.mkdir(parents=True, exist_ok=True)
+        text = " ".join(_sentence(rng, n) for _ in range(rng.randint(3, 12)))
+        if kind == "bad":
+            name = BAD[bad % len(BAD)]
+            name = f"{n}-{name}"
+            data = {
+                "locked.pdf": lambda: encrypted(report_pdf()),
+                "scan.pdf": lambda: pdf([[(11, "")]], image_only=True),
+                "bomb.docx": lambda: zip_bomb("docx", 4 * 1024 * 1024),
+                "blob.dat": lambda: b"\x00\x01\x02" + bytes(rng.randrange(256) for _ in range(64)),
+            }[BAD[bad % len(BAD)]]()
+            bad += 1
+            (folder / name).write_bytes(data)
+            expected["failed"].append(name)
+            continue
+        name = f"file{n}.{kind}"
+        data = _mixed_file(kind, text, n)
+        (folder / name).write_bytes(data)
+        expected["left_out" if kind == "png" else "indexed"].append(name)
+    return expected
+
+
+def _mixed_file(kind: str, text: str, n: int) -> bytes:
+    if kind == "md":
+        return f"# Note {n}\n\n{text}\n".encode()
+    if kind == "txt":
+        return text.encode()
+    if kind == "pdf":
+        words = text.split()
+        pages = [[(11, " ".join(words[i : i + 12]))] for i in range(0, len(words), 12)]
+        return pdf(pages or [[(11, text)]])
+    if kind == "html":
+        return html(word=text)
+    if kind == "docx":
+        return docx(footnote=text)
+    if kind == "pptx":
+        return pptx()
+    if kind == "epub":
+        return epub((("Chapter", text),))
+    if kind == "ipynb":
+        return json.dumps({"cells": [{"cell_type": "markdown", "source": text}]}).encode()
+    if kind == "csv":
+        return f"id,text\nrow{n},{text}\n".encode()
+    return b"\x89PNG\r\n\x1a\n" + bytes(64)

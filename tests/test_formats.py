@@ -235,3 +235,14 @@ def test_readme_command_on_docs_exits_0(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     assert f"{len(list((docs / 'images').iterdir()))} left out by rules" in proc.stdout
     assert sys.executable  # the command ran with this interpreter (test_cli.ragloom)
+
+
+def test_a_mixed_folder_is_accounted_for_file_by_file(tmp_path: Path) -> None:
+    expected = make.mixed_folder(tmp_path / "mixed", 60)
+    with Index(tmp_path / "i.db", embedder="none") as index, pytest.warns(UserWarning):
+        report = index.index_path(tmp_path / "mixed")
+    named = sorted(Path(f.path).name for f in report.failed)
+    left = sorted(Path(p).name for p, _ in report.left_out)
+    assert named == sorted(expected["failed"]) and left == sorted(expected["left_out"])
+    assert report.files == len(expected["indexed"]) + len(expected["failed"])
+    assert report.skipped == []

@@ -11,13 +11,15 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import multiprocessing
 import os
 import queue
 import signal
+import subprocess
+import sys
 import threading
 from concurrent.futures import Future
 from dataclasses import dataclass
+from multiprocessing.connection import Connection
 from typing import Any
 
 import ragloom.errors as errors
@@ -25,6 +27,7 @@ from ragloom.convert.builder import Converted
 
 DEFAULT_TIMEOUT = 120.0  # seconds one file may take to convert
 DEFAULT_MEMORY = 768 * 1024 * 1024  # address space of one worker process
+_WARM = ""  # the format of a task that only starts a worker
 _START_TIMEOUT = 60.0  # a worker's first answer includes starting it and its imports
 _ERRORS = {
     name: getattr(errors, name)
@@ -55,6 +58,46 @@ def _rebuilt(answer: tuple[Any, ...]) -> Converted:
     raise _ERRORS.get(kind, errors.DocumentError)(message, hint)
 
 
+def _boot(memory: int) -> str:
+    """The worker's program: this process's import path, and the `ragloom` package without
+    its root module (which loads the whole engine), so a worker starts in a fraction of the
+    time and memory; then `ragloom.convert.worker.serve_stdio`."""
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    return (
+        "import sys, types\n"
+        f"sys.path[:] = {sys.path!r}\n"
+        "package = types.ModuleType('ragloom')\n"
+        f"package.__path__ = [{package!r}]\n"
+        "sys.modules['ragloom'] = package\n"
+        "from ragloom.convert.worker import serve_stdio\n"
+        f"serve_stdio({memory})\n"
+    )
+
+
+class _Pipes:
+    """Pickled messages over a worker's standard input and output."""
+
+    def __init__(self, process: subprocess.Popen) -> None:
+        self._out = Connection(os.dup(process.stdin.fileno()), readable=False)  # type: ignore[union-attr]
+        self._in = Connection(os.dup(process.stdout.fileno()), writable=False)  # type: ignore[union-attr]
+        process.stdin.close()  # type: ignore[union-attr]
+        process.stdout.close()  # type: ignore[union-attr]
+
+    def send(self, message: Any) -> None:
+        self._out.send(message)
+
+    def poll(self, timeout: float) -> bool:
+        return self._in.poll(timeout)
+
+    def recv(self) -> Any:
+        return self._in.recv()
+
+    def close(self) -> None:
+        for conn in (self._out, self._in):
+            with contextlib.suppress(OSError):
+                conn.close()
+
+
 class _Slot:
     """One worker process and the thread that feeds and watches it."""
 
@@ -67,23 +110,23 @@ class _Slot:
         self.thread.start()
 
     def _start(self) -> None:
-        context = multiprocessing.get_context("spawn")
-        parent, child = context.Pipe()
-        from ragloom.convert.worker import serve
-
-        self.process = context.Process(target=serve, args=(child, self.pool.memory), daemon=True)
-        self.process.start()
-        child.close()
-        self.conn, self.fresh = parent, True
+        self.process = subprocess.Popen(
+            [sys.executable, "-c", _boot(self.pool.memory)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            close_fds=True,
+        )
+        self.conn, self.fresh = _Pipes(self.process), True
 
     def stop(self) -> None:
         if self.process is None:
             return
-        with contextlib.suppress(OSError):
-            self.conn.close()
-        if self.process.is_alive():
+        self.conn.close()
+        if self.process.poll() is None:
             self.process.kill()
-        self.process.join(5)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.process.wait(5)
         self.process = None
 
     def _run(self) -> None:
@@ -92,12 +135,16 @@ class _Slot:
             if task is None:
                 self.stop()
                 return
-            if task.future.set_running_or_notify_cancel():
+            if task.fmt == _WARM:
+                if self.process is None or self.process.poll() is not None:
+                    self._start()
+                task.future.set_result(None)  # type: ignore[arg-type]
+            elif task.future.set_running_or_notify_cancel():
                 self._convert(task)
 
     def _convert(self, task: _Task) -> None:
         try:
-            if self.process is None or not self.process.is_alive():
+            if self.process is None or self.process.poll() is not None:
                 self._start()
             self.conn.send((task.fmt, task.data, task.name))
             wait = task.timeout + (_START_TIMEOUT if self.fresh else 0.0)
@@ -123,8 +170,9 @@ class _Slot:
     def _crashed(self, name: str) -> errors.DocumentError:
         code = None
         if self.process is not None:
-            self.process.join(5)
-            code = self.process.exitcode
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.process.wait(5)
+            code = self.process.returncode
         self.stop()
         how = f"exit code {code}"
         if code is not None and code < 0:
@@ -144,6 +192,7 @@ class ConversionPool:
     def __init__(self, workers: int | None = None, memory: int = DEFAULT_MEMORY) -> None:
         self.memory = memory
         self.submitted = 0  # conversions asked for so far (re-indexing unchanged files adds none)
+        self._warmed = False
         self.tasks: queue.Queue[_Task | None] = queue.Queue()
         count = workers or max(1, min(2, os.cpu_count() or 1))
         self.slots = [_Slot(self) for _ in range(count)]
@@ -156,6 +205,14 @@ class ConversionPool:
         self.tasks.put(_Task(fmt, data, name, timeout, future))
         return future
 
+    def warm(self) -> None:
+        """Start the workers now (they import their libraries while the caller reads files),
+        so the first conversion does not wait for them."""
+        if not self._warmed:
+            self._warmed = True
+            for _ in self.slots:
+                self.tasks.put(_Task(_WARM, b"", "", 0.0, Future()))
+
     def close(self) -> None:
         for _ in self.slots:
             self.tasks.put(None)
@@ -165,7 +222,7 @@ class ConversionPool:
     @property
     def pids(self) -> list[int]:
         """The worker processes running now (for tests and measurements)."""
-        return [s.process.pid for s in self.slots if s.process is not None and s.process.pid]
+        return [s.process.pid for s in self.slots if s.process is not None]
 
 
 _shared: ConversionPool | None = None

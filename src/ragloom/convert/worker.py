@@ -7,10 +7,13 @@ Answers are plain tuples: ("ok", Converted) or ("error", error class name, messa
 
 from __future__ import annotations
 
+import os
 import resource
+from importlib import import_module
+from multiprocessing.connection import Connection
 from typing import Any
 
-from ragloom.convert.formats import convert_bytes
+from ragloom.convert.formats import FORMATS, convert_bytes, converter
 from ragloom.errors import RagloomError
 
 
@@ -40,14 +43,38 @@ def answer(fmt: str, data: bytes, name: str) -> tuple[Any, ...]:
         return ("error", "DocumentError", f"{name} could not be converted ({reason})", None)
 
 
-def serve(conn: Any, memory: int) -> None:
+def _preload() -> None:
+    """Import every converter's libraries before the first request (a worker is started
+    ahead of need, so this overlaps the indexing process's own work)."""
+    for fmt in FORMATS:
+        try:
+            converter(fmt)
+        except ImportError:  # a converter whose library is missing fails when asked
+            continue
+    for module in ("pypdfium2", "trafilatura", "docx", "pptx", "lxml.html", "defusedxml"):
+        try:
+            import_module(module)
+        except ImportError:
+            continue
+
+
+def serve(requests: Any, answers: Any, memory: int) -> None:
     """Answer conversion requests until the pipe closes (or a None arrives)."""
     _limit_memory(memory)
+    _preload()
     while True:
         try:
-            request = conn.recv()
+            request = requests.recv()
         except (EOFError, OSError):
             return
         if request is None:
             return
-        conn.send(answer(*request))
+        answers.send(answer(*request))
+
+
+def serve_stdio(memory: int) -> None:
+    """`serve` over standard input and output; what a library prints goes nowhere."""
+    answers = Connection(os.dup(1), readable=False)
+    quiet = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(quiet, 1)
+    serve(Connection(os.dup(0), writable=False), answers, memory)
