@@ -23,6 +23,7 @@ _PAGE_NUMBER = re.compile(
     r"^(?:page\s+)?(?:\d{1,4}|[ivxlcdm]{1,7})(?:\s*(?:/|of)\s*\d{1,4})?$", re.IGNORECASE
 )
 _SENTENCE_END = re.compile(r"[.!?:;\"'\u201d)\]]$")
+_ALEF_LAM = re.compile("[\u0622\u0623\u0625\u0627]\u0644")
 _LINE = re.compile(r"[^\r\n]+")
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\ufffe\uffff]")
 MAX_HEADING_CHARS = 150
@@ -41,6 +42,8 @@ def _page_lines(page: object) -> list[Line]:
     try:
         text = textpage.get_text_range()
         sized = textpage.count_chars() == len(text)
+        if sized and _ALEF_LAM.search(text):
+            text = _lam_alef(textpage, text)
         lines: list[Line] = []
         for match in _LINE.finditer(text):
             raw = match.group()
@@ -56,6 +59,17 @@ def _page_lines(page: object) -> list[Line]:
         return lines
     finally:
         textpage.close()
+
+
+def _lam_alef(textpage: object, text: str) -> str:
+    """Arabic-script text with its lam-alef ligatures in reading order: PDFium gives the two
+    letters of one ligature glyph (both at the glyph's place) as alef then lam."""
+    chars = list(text)
+    for found in _ALEF_LAM.finditer(text):
+        at = found.start()
+        if textpage.get_charbox(at) == textpage.get_charbox(at + 1):  # type: ignore[attr-defined]
+            chars[at], chars[at + 1] = chars[at + 1], chars[at]
+    return "".join(chars)
 
 
 def _key(text: str) -> str:
