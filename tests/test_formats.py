@@ -246,3 +246,27 @@ def test_a_mixed_folder_is_accounted_for_file_by_file(tmp_path: Path) -> None:
     assert named == sorted(expected["failed"]) and left == sorted(expected["left_out"])
     assert report.files == len(expected["indexed"]) + len(expected["failed"])
     assert report.skipped == []
+
+
+def test_http_and_tools_index_and_place_a_pdf(tmp_path: Path) -> None:
+    import httpx
+
+    from ragloom.server.launch import ServerProcess
+    from ragloom.tools import Toolbox
+
+    root = tmp_path / "root"
+    write(root / "papers" / "survey.pdf", make.report_pdf())
+    env = {"RAGLOOM_EMBEDDER": "none"}
+    with (
+        ServerProcess(tmp_path / "s.db", roots=[root], env=env) as server,
+        httpx.Client(base_url=server.url, timeout=120) as http,
+    ):
+        done = http.post("/index", json={"path": str(root / "papers")}).json()
+        answer = http.post("/query", json={"query": "obsidian mirrors", "top_k": 1}).json()
+    assert done["documents"] == 1 and done["failed"] == []
+    hit = answer["results"][0]
+    assert hit["metadata"]["page"] == 2 and hit["metadata"]["headings"] == ["Chapter 2"]
+    with Index(tmp_path / "t.db", embedder="none") as index:
+        index.index_path(root / "papers")
+        found = Toolbox(index).search("obsidian mirrors", top_k=1)["results"][0]
+    assert found["place"] == "p. 2"
