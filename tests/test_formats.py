@@ -270,3 +270,17 @@ def test_http_and_tools_index_and_place_a_pdf(tmp_path: Path) -> None:
         index.index_path(root / "papers")
         found = Toolbox(index).search("obsidian mirrors", top_k=1)["results"][0]
     assert found["place"] == "p. 2"
+
+
+def test_a_library_document_with_a_bad_structure_is_refused(tmp_path: Path) -> None:
+    from ragloom import Document, InputError, Structure
+
+    with Index(tmp_path / "i.db", embedder="none") as index:
+        with pytest.raises(InputError, match="structure must be a ragloom.Structure"):
+            index.add([Document("d", "text", structure={"unit": "page"})])  # type: ignore[arg-type]
+        pages = Structure("page", (0, 30))
+        index.add(
+            [Document("d", "first page text about anchors.\n\nsecond page.", structure=pages)]
+        )
+        hit = index.search("anchors", top_k=1)[0]
+    assert hit.metadata["page"] == 1

@@ -19,7 +19,7 @@ from ragloom.errors import InputError
 from ragloom.segments.postings import concat_ranges
 from ragloom.store.records import ChunkTerms
 from ragloom.text import Tokenizer
-from ragloom.types import Document
+from ragloom.types import Document, Structure
 
 
 @lru_cache(maxsize=64)
@@ -156,6 +156,10 @@ def checked_document(doc: Any) -> tuple[Document, str]:
             "use strings, finite numbers, booleans, null, lists and objects",
         ) from None
     _storable(metadata, "metadata")
+    if doc.structure is not None and not isinstance(doc.structure, Structure):
+        raise InputError(f"document {doc.id!r}: structure must be a ragloom.Structure")
+    if doc.raw_hash is not None and not (isinstance(doc.raw_hash, str) and doc.raw_hash.isascii()):
+        raise InputError(f"document {doc.id!r}: raw_hash must be an ASCII string")
     return doc, metadata
 
 
