@@ -1,6 +1,6 @@
 """Extraction quality of ragloom's converters against ground truth, beside the alternatives.
 
-PDF: the pdf-text collection (12 PDFs, 153 pages; ground truth from docling's test set and py-pdf's
+PDF: the pdf-text collection (12 PDFs, 154 pages; ground truth from docling's test set and py-pdf's
 benchmark, docs/formats.md); HTML: the article-extraction benchmark (181 pages with their
 article bodies). Each extractor's text is scored against the truth with the benchmark's own
 metric: F1 of word 4-gram shingles, each document weighing the same (precision and recall
