@@ -284,3 +284,13 @@ def test_a_library_document_with_a_bad_structure_is_refused(tmp_path: Path) -> N
         )
         hit = index.search("anchors", top_k=1)[0]
     assert hit.metadata["page"] == 1
+
+
+def test_a_tsv_without_a_text_column_takes_its_wordiest(tmp_path: Path) -> None:
+    rows = "code\tnote\tdepth\nA1\tA sandbar shifts after every spring storm\t4.5\n"
+    write(tmp_path / "soundings.tsv", rows)
+    with Index(tmp_path / "i.db", embedder="none") as index:
+        index.index_path(tmp_path / "soundings.tsv")
+        hit = index.search("sandbar spring storm", top_k=1)[0]
+    assert hit.text == "A sandbar shifts after every spring storm"
+    assert hit.metadata["code"] == "A1" and hit.metadata["depth"] == 4.5

@@ -194,7 +194,7 @@ def _open(data: bytes, name: str) -> object:
         raise DocumentError(f"{name} is not a readable PDF ({exc})") from None
 
 
-def _read_pages(pdf: object, name: str) -> list[list[Line]]:
+def _read_pages(pdf: object) -> list[list[Line]]:
     import pypdfium2 as pdfium
 
     pages = []
@@ -218,7 +218,7 @@ def convert_pdf(data: bytes, name: str) -> Converted:
         count = len(pdf)  # type: ignore[arg-type]
         if count == 0:
             raise DocumentError(f"{name} is a PDF without pages")
-        pages = _read_pages(pdf, name)
+        pages = _read_pages(pdf)
         outline = _outline(pdf)
         metadata = _metadata(pdf, count)
     finally:

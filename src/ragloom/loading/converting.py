@@ -12,11 +12,14 @@ import hashlib
 from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass
+from typing import Any
 
 from ragloom.convert import CONVERTER_VERSION, Converted, format_for, shared_pool
 from ragloom.errors import InputError, UnsupportedFormat
 from ragloom.loading.opening import NotRegular, OpenFile, ReadPolicy
 from ragloom.types import Document
+
+FoundFile = Any  # a `ragloom.loading.files.FoundFile` (that module imports this one)
 
 # (document id, source, raw hash) -> True when that file is indexed already as it is.
 Known = Callable[[str, str, str], bool]
@@ -44,12 +47,12 @@ def raw_hash(fmt: str, data: bytes) -> str:
 
 
 def start_conversion(
-    file: object, policy: ReadPolicy, known: Known | None = None, fmt: str | None = None
+    file: FoundFile, policy: ReadPolicy, known: Known | None = None, fmt: str | None = None
 ) -> Conversion:
     """Read `file` (a `FoundFile`) and submit it for conversion, or find it unchanged."""
     job = Conversion()
     try:
-        with OpenFile(file.real_path, file.real_root, file.shown, policy) as opened:  # type: ignore[attr-defined]
+        with OpenFile(file.real_path, file.real_root, file.shown, policy) as opened:
             data = b"".join(opened.blocks())
             opened.check_unchanged()
     except NotRegular as exc:
@@ -58,16 +61,16 @@ def start_conversion(
     except InputError as exc:
         job.error = exc
         return job
-    job.fmt = fmt or format_for(file.path.name, data[:1024]) or "pdf"  # type: ignore[attr-defined]
+    job.fmt = fmt or format_for(file.path.name, data[:1024]) or "pdf"
     job.raw_hash, job.size = raw_hash(job.fmt, data), len(data)
-    if known is not None and known(file.id, file.source, job.raw_hash):  # type: ignore[attr-defined]
+    if known is not None and known(file.id, file.source, job.raw_hash):
         job.unchanged = True
         return job
-    job.future = shared_pool().submit(job.fmt, data, file.shown, policy.convert_timeout)  # type: ignore[attr-defined]
+    job.future = shared_pool().submit(job.fmt, data, file.shown, policy.convert_timeout)
     return job
 
 
-def finish_conversion(job: Conversion, file: object) -> list[Document]:
+def finish_conversion(job: Conversion, file: FoundFile) -> list[Document]:
     """The file's document (none when it holds no text), or the conversion's typed error."""
     if job.error is not None:
         raise job.error
@@ -75,13 +78,13 @@ def finish_conversion(job: Conversion, file: object) -> list[Document]:
     converted = job.future.result()
     if not converted.text.strip() and not converted.title:
         return []
-    metadata = {"path": file.id, "type": job.fmt, **converted.metadata}  # type: ignore[attr-defined]
+    metadata = {"path": file.id, "type": job.fmt, **converted.metadata}
     return [
         Document(
-            id=file.id,  # type: ignore[attr-defined]
+            id=file.id,
             text=converted.text,
             title=converted.title,
-            source=file.source,  # type: ignore[attr-defined]
+            source=file.source,
             metadata=metadata,
             structure=converted.structure,
             raw_hash=job.raw_hash,
@@ -90,7 +93,7 @@ def finish_conversion(job: Conversion, file: object) -> list[Document]:
 
 
 def converted_file(
-    file: object, policy: ReadPolicy, known: Known | None, job: Conversion | None, fmt: str
+    file: FoundFile, policy: ReadPolicy, known: Known | None, job: Conversion | None, fmt: str
 ) -> tuple[list[Document], str | None, bool]:
     """(documents, skipped, unchanged) of a converted file, its conversion started here
     unless `job` was started ahead."""
