@@ -27,6 +27,7 @@ from ragloom.convert.builder import Converted
 
 DEFAULT_TIMEOUT = 120.0  # seconds one file may take to convert
 DEFAULT_MEMORY = 768 * 1024 * 1024  # address space of one worker process
+_WARM = ""  # the format of a task that only starts a worker
 _START_TIMEOUT = 60.0  # a worker's first answer includes starting it and its imports
 _ERRORS = {
     name: getattr(errors, name)
@@ -134,7 +135,11 @@ class _Slot:
             if task is None:
                 self.stop()
                 return
-            if task.future.set_running_or_notify_cancel():
+            if task.fmt == _WARM:
+                if self.process is None or self.process.poll() is not None:
+                    self._start()
+                task.future.set_result(None)  # type: ignore[arg-type]
+            elif task.future.set_running_or_notify_cancel():
                 self._convert(task)
 
     def _convert(self, task: _Task) -> None:
@@ -187,6 +192,7 @@ class ConversionPool:
     def __init__(self, workers: int | None = None, memory: int = DEFAULT_MEMORY) -> None:
         self.memory = memory
         self.submitted = 0  # conversions asked for so far (re-indexing unchanged files adds none)
+        self._warmed = False
         self.tasks: queue.Queue[_Task | None] = queue.Queue()
         count = workers or max(1, min(2, os.cpu_count() or 1))
         self.slots = [_Slot(self) for _ in range(count)]
@@ -198,6 +204,14 @@ class ConversionPool:
         self.submitted += 1
         self.tasks.put(_Task(fmt, data, name, timeout, future))
         return future
+
+    def warm(self) -> None:
+        """Start the workers now (they import their libraries while the caller reads files),
+        so the first conversion does not wait for them."""
+        if not self._warmed:
+            self._warmed = True
+            for _ in self.slots:
+                self.tasks.put(_Task(_WARM, b"", "", 0.0, Future()))
 
     def close(self) -> None:
         for _ in self.slots:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
-from ragloom.convert import format_for
+from ragloom.convert import format_for, shared_pool
 from ragloom.errors import IdConflict, IndexTimeout, InputError, RagloomError
 from ragloom.loading.converting import Conversion, Known, start_conversion
 from ragloom.loading.files import FoundFile, discover_files, load_file, shown
@@ -223,8 +223,10 @@ class FileRun:
         self.current = ""
 
     def _start_ahead(self, number: int) -> None:
-        """Read and submit the converted files among the next few (bounded in bytes): the
-        workers start with the first file that needs converting, none for unchanged ones."""
+        """Read and submit the converted files among the next few (bounded in bytes); the
+        first time, start the conversion workers if any file may need them."""
+        if number == 0 and any(format_for(f.path.name) for f in self.files):
+            shared_pool().warm()
         waiting = sum(job.size for job in self._ahead.values() if job.future is not None)
         for at in range(number, min(number + AHEAD_FILES, len(self.files))):
             file = self.files[at]
