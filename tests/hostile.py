@@ -86,7 +86,11 @@ def build(folder: Path, outside: Path) -> list[Expect]:
     )
     bad16 = "\ufeffok".encode("utf-16-le") + b"\x00\xdc" + "x".encode("utf-16-le")
     text("utf16_lone.txt", bad16, Expect("utf16_lone.txt", "failed", "invalid_utf8", 6, 1))
-    text("nul_early.txt", b"\x00\x01binary", Expect("nul_early.txt", "skipped", "binary file"))
+    text(
+        "nul_early.txt",
+        b"\x00\x01binary",
+        Expect("nul_early.txt", "failed", "unsupported_format"),
+    )
     late = b"a" * 9000 + b" nullateword \x00 tail\n"
     text("nul_late.txt", late, Expect("nul_late.txt", "indexed", "nullateword"))
     text(

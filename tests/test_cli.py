@@ -130,11 +130,12 @@ def test_foreign_and_corrupt_files_are_refused(tmp_path: Path):
     assert proc.returncode == 1 and "not a ragloom index" in proc.stderr
 
 
-def test_binary_file_is_skipped_with_a_warning(tmp_path: Path):
+def test_binary_content_is_named_and_exits_1(tmp_path: Path):
     blob = tmp_path / "blob.txt"
     blob.write_bytes(b"\x00\x01\x02binary")
     proc = ragloom("index", str(blob), index=tmp_path / "b.db")
-    assert proc.returncode == 0 and "skipped" in proc.stderr and "binary" in proc.stderr
+    assert proc.returncode == 1 and "failed" in proc.stderr
+    assert "blob.txt: not a supported format" in proc.stderr
 
 
 def test_chunk_options_change_chunking(tmp_path: Path):

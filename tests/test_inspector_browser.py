@@ -15,6 +15,7 @@ from playwright.sync_api import Browser, Page, expect, sync_playwright
 import ragloom
 from ragloom.server.launch import ServerProcess
 
+from .format_files import report_pdf
 from .scenario_data import NOVEL_CHAPTERS, write_lore
 
 CHROMIUM = os.environ.get("RAGLOOM_CHROMIUM", "/usr/bin/chromium")
@@ -180,4 +181,23 @@ def test_token_is_asked_for_and_sent(browser: Browser, index_file: Path) -> None
         page.fill("#query", "star-glass")
         page.click("#search-button")
         expect(page.locator(".hit").first).to_be_visible()
+        page.close()
+
+
+def test_a_pdf_hit_shows_its_page(browser: Browser, tmp_path: Path) -> None:
+    papers = tmp_path / "papers"
+    papers.mkdir()
+    (papers / "survey.pdf").write_bytes(report_pdf())
+    with ragloom.Index(tmp_path / "pdf.db", embedder="none") as index:
+        index.index_path(papers)
+    with ServerProcess(tmp_path / "pdf.db", env={"RAGLOOM_EMBEDDER": "none"}) as live:
+        page, problems = open_page(browser, live.url)
+        page.fill("#query", "obsidian mirrors")
+        page.click("#search-button")
+        first = page.locator(".hit").first
+        expect(first.locator(".where")).to_contain_text("survey.pdf-")
+        expect(first.locator(".where")).to_contain_text(" · p. 2 · ")
+        first.locator("button.open-document").click()
+        expect(page.locator("#document-meta")).to_contain_text(", p. 2, chars")
+        assert problems == []
         page.close()

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from ragloom import DecodeError, Index, JsonlFields, RecordError
+from ragloom.errors import UnsupportedFormat
 from ragloom.loading import decoded_lines, load_file, read_jsonl_file
 from ragloom.loading.files import FoundFile
 
@@ -133,11 +134,11 @@ def test_bad_lines_are_reported_by_number_and_skipped_when_lenient(tmp_path: Pat
     ]
 
 
-def test_binary_jsonl_is_skipped(tmp_path: Path) -> None:
+def test_binary_jsonl_is_named_not_read(tmp_path: Path) -> None:
     path = tmp_path / "blob.jsonl"
     path.write_bytes(b'{"id": "a"}\x00\x00')
-    loaded = load_file(FoundFile(path, tmp_path))
-    assert loaded.skipped == "binary file" and list(loaded.documents) == []
+    with pytest.raises(UnsupportedFormat, match="blob.jsonl: not a supported format"):
+        load_file(FoundFile(path, tmp_path))
 
 
 # --- the coding agent's records: renamed fields, code records chunked as code ---------------

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from ragloom import DecodeError, Index, JsonlFields, PathNotFound, RecordError
+from ragloom.errors import UnsupportedFormat
 from ragloom.loading import discover_files, load_file
 from ragloom.loading.files import FoundFile
 
@@ -34,19 +35,28 @@ def tree(tmp_path: Path) -> Path:
     return root
 
 
+def taken(found: list[FoundFile]) -> list[FoundFile]:
+    return [f for f in found if not f.left_out]
+
+
 def test_directory_ids_are_relative_posix_paths(tree: Path):
     found = discover_files([tree])
-    ids = sorted(f.path.relative_to(f.root).as_posix() for f in found)
-    assert ids == ["a.txt", "empty.txt", "sub/b.md", "sub/deep/c.txt"]
+    ids = sorted(f.path.relative_to(f.root).as_posix() for f in taken(found))
+    assert ids == ["a.txt", "data.csv", "empty.txt", "sub/b.md", "sub/deep/c.txt"]
+    # Nothing the walk meets is dropped unseen: what it does not take, a rule left out.
+    left = sorted((f.path.name, f.left_out) for f in found if f.left_out)
+    assert left == [(".hidden", "hidden folder"), ("image.png", "image (left out by default)")]
 
 
 def test_include_and_exclude_globs(tree: Path):
     only_md = discover_files([tree], include=["*.md"])
-    assert [f.path.name for f in only_md] == ["b.md"]
+    assert [f.path.name for f in taken(only_md)] == ["b.md"]
+    assert {f.left_out for f in only_md if f.left_out} >= {"not matched by --include"}
     no_deep = discover_files([tree], exclude=["sub/deep/*"])
-    assert "c.txt" not in {f.path.name for f in no_deep}
+    assert "c.txt" not in {f.path.name for f in taken(no_deep)}
+    assert ("c.txt", "matched by --exclude") in {(f.path.name, f.left_out) for f in no_deep}
     with_png = discover_files([tree], include=["*.png"])
-    assert [f.path.name for f in with_png] == ["image.png"]
+    assert [f.path.name for f in taken(with_png)] == ["image.png"]
 
 
 def test_missing_path_is_a_clear_error(tmp_path: Path):
@@ -54,9 +64,9 @@ def test_missing_path_is_a_clear_error(tmp_path: Path):
         discover_files([tmp_path / "nope"])
 
 
-def test_binary_files_are_skipped(tree: Path):
-    loaded = load_file(FoundFile(tree / "image.png", tree))
-    assert loaded.documents == [] and loaded.skipped == "binary file"
+def test_binary_content_of_no_known_format_is_named(tree: Path):
+    with pytest.raises(UnsupportedFormat, match="image.png: not a supported format"):
+        load_file(FoundFile(tree / "image.png", tree))
 
 
 def test_invalid_utf8_names_file_and_byte_offset(tmp_path: Path):
@@ -84,16 +94,23 @@ def test_empty_file_indexes_as_nothing(tree: Path, tmp_path: Path):
     with Index(tmp_path / "i.db") as index, warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         report = index.index_path(tree)
-        assert report.files == 4 and report.documents == 3
-        assert [r for _, r in report.skipped] == []
+        assert report.files == 5 and report.documents == 4  # the CSV's one row is a record
+        assert [r for _, r in report.skipped] == [] and len(report.left_out) == 2
         assert not caught
-        assert {d.doc_id for d in index.documents()} == {"a.txt", "sub/b.md", "sub/deep/c.txt"}
+        assert {d.doc_id for d in index.documents()} == {
+            "a.txt",
+            "sub/b.md",
+            "sub/deep/c.txt",
+            "data.csv:2",
+        }
 
 
-def test_index_path_warns_and_reports_binary_skips(tree: Path, tmp_path: Path):
-    with Index(tmp_path / "i.db") as index, pytest.warns(UserWarning, match="binary"):
+def test_index_path_names_binary_content_it_cannot_read(tree: Path, tmp_path: Path):
+    with Index(tmp_path / "i.db") as index, pytest.warns(UserWarning, match="image.png"):
         report = index.index_path(tree, include=["*.png", "*.txt"])
-    assert [Path(p).name for p, _ in report.skipped] == ["image.png"]
+    assert [(Path(f.path).name, f.code) for f in report.failed] == [
+        ("image.png", "unsupported_format")
+    ]
 
 
 def test_invalid_utf8_in_a_tree_fails_that_file_only(tmp_path: Path):

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from .conftest import shared_dataset
+from .format_files import report_pdf
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
@@ -73,6 +74,8 @@ def a_readers_files(folder: Path) -> None:
         '{"id": "r1", "title": "Persisting models", "text": "SwiftData persists models.",'
         ' "tags": ["SwiftData"], "chapter_num": 9, "scholar_id": "calvin"}\n'
     )
+    (folder / "papers").mkdir()
+    (folder / "papers" / "survey.pdf").write_bytes(report_pdf())
     (folder / "src").mkdir()
     (folder / "src" / "keys.py").write_text("def forge_key(metal):\n    return f'{metal} key'\n")
     for collection, text in (("chapters", "Mira climbs the tower."), ("characters", "Mira.")):

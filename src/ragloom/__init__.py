@@ -4,7 +4,10 @@ from typing import TYPE_CHECKING
 
 from ragloom.config import CollectionConfig
 from ragloom.errors import (
+    ArchiveTooLarge,
+    ConvertTimeout,
     DecodeError,
+    DocumentError,
     EmbeddingError,
     EmbeddingMismatch,
     EmbeddingOffline,
@@ -23,7 +26,9 @@ from ragloom.errors import (
     MissingExtra,
     ModelUnavailable,
     NeedsVectors,
+    NoTextLayer,
     NotFound,
+    PasswordProtected,
     PathNotFound,
     RagloomError,
     ReadInterrupted,
@@ -37,6 +42,7 @@ from ragloom.errors import (
     StorageError,
     StorageFull,
     StoreError,
+    UnsupportedFormat,
 )
 from ragloom.index import DEFAULT_COLLECTION, Index, IndexReport
 from ragloom.lexical import BM25Params
@@ -50,7 +56,7 @@ from ragloom.server.errors import (
     ServerError,
     Unauthorized,
 )
-from ragloom.types import Chunk, ChunkSpan, Document, Hit
+from ragloom.types import Chunk, ChunkSpan, Document, Hit, Structure
 from ragloom.version import __version__ as __version__
 
 if TYPE_CHECKING:
@@ -92,7 +98,13 @@ __all__ = [
     "FileChanged",
     "FileError",
     "FileRefused",
+    "ArchiveTooLarge",
+    "ConvertTimeout",
+    "DocumentError",
     "FileTooLarge",
+    "NoTextLayer",
+    "PasswordProtected",
+    "UnsupportedFormat",
     "FilterTypeMismatch",
     "Forbidden",
     "Hit",
@@ -126,6 +138,7 @@ __all__ = [
     "ServerError",
     "StorageError",
     "StorageFull",
+    "Structure",
     "StoreError",
     "Unauthorized",
     "open_index",

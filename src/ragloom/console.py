@@ -115,6 +115,8 @@ def report_line(report: Any) -> str:
     )
     if report.failed:
         line += f", {len(report.failed)} failed"
+    if report.left_out:
+        line += f"; {len(report.left_out)} left out by rules"
     if report.fragments:
         line += f"; {report.fragments} fragment(s) under --min-chunk dropped"
     if report.embedded:

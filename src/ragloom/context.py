@@ -12,7 +12,7 @@ from functools import lru_cache
 from typing import Any
 
 from ragloom.errors import InputError
-from ragloom.types import Hit
+from ragloom.types import Hit, place_of
 
 GROUNDING_INSTRUCTION = (
     "Answer using only the numbered passages below and cite each one you use by its number, "
@@ -62,12 +62,15 @@ class Passage:
     chunk_ids: list[str]
     tokens: int = 0
     truncated: bool = False
+    place: str | None = None  # its page(s), slide or cell: "p. 3"
 
     def header(self) -> str:
-        """`[n] source: ... | title: ...` (either part left out when unknown)."""
+        """`[n] source: survey.pdf, p. 3 | title: ...` (each part left out when unknown)."""
         parts = []
         if self.source:
-            parts.append(f"source: {self.source}")
+            parts.append(f"source: {self.source}" + (f", {self.place}" if self.place else ""))
+        elif self.place:
+            parts.append(self.place)
         if self.title:
             parts.append(f"title: {self.title}")
         return f"[{self.number}] " + " | ".join(parts) if parts else f"[{self.number}]"
@@ -85,6 +88,7 @@ class Passage:
             "chunk_ids": self.chunk_ids,
             "tokens": self.tokens,
             "truncated": self.truncated,
+            "place": self.place,
         }
 
 
@@ -130,6 +134,22 @@ def _touches(group: list[Hit], hit: Hit, document_text: DocumentText) -> bool:
     gap = (end, hit.start) if hit.start > end else (hit.end, start)
     text = document_text(hit.collection, hit.document_id)
     return not text[gap[0] : gap[1]].strip()
+
+
+def _group_place(group: list[Hit]) -> str | None:
+    """The page(s), slide or cell of a merged passage: its hits' places joined up."""
+    pages = sorted({p for h in group for p in _pages(h.metadata)})
+    if len(pages) > 1:
+        return place_of({"pages": pages})
+    return place_of(group[0].metadata)
+
+
+def _pages(metadata: dict[str, Any]) -> list[int]:
+    pages = metadata.get("pages")
+    if isinstance(pages, list) and all(isinstance(p, int) for p in pages):
+        return pages
+    page = metadata.get("page")
+    return [page] if isinstance(page, int) and not isinstance(page, bool) else []
 
 
 def pack_context(
@@ -186,6 +206,7 @@ def pack_context(
                 end,
                 text,
                 [h.chunk_id for h in group],
+                place=_group_place(group),
             )
             header_cost = count_tokens("\n\n" + passage.header() + "\n")
             label_cost = cost if label and not section_lines else 0

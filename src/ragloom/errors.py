@@ -156,6 +156,43 @@ class ReadTimeout(FileError):
     code = "read_timeout"
 
 
+class UnsupportedFormat(FileError):
+    """A file that is not text and not a format ragloom converts (named, never guessed at)."""
+
+    code = "unsupported_format"
+
+
+class DocumentError(FileError):
+    """A document (PDF, Word, EPUB, ...) that cannot be read: malformed, or the converter
+    failed on it."""
+
+    code = "unreadable_document"
+
+
+class PasswordProtected(DocumentError):
+    """An encrypted document that needs a password to be read."""
+
+    code = "password_protected"
+
+
+class NoTextLayer(DocumentError):
+    """A document with pages but no text to read (a scan: its pages are images)."""
+
+    code = "no_text_layer"
+
+
+class ArchiveTooLarge(DocumentError):
+    """A zip-based document (DOCX, PPTX, EPUB) whose parts would expand past the limits."""
+
+    code = "archive_too_large"
+
+
+class ConvertTimeout(DocumentError):
+    """Converting one file took longer than its time limit (it was stopped)."""
+
+    code = "convert_timeout"
+
+
 class IndexTimeout(RagloomError):
     """An indexing job was stopped: it ran past its time limit, or the server is shutting
     down. What was committed before stays; indexing again finishes the rest."""

@@ -173,6 +173,7 @@ class Index:
             with suppress(NotFound):
                 self.delete(stale, collection)
         report.files, report.skipped, report.failed = run.done, run.skipped, run.failed
+        report.left_out = run.left_out
         return report
 
     def delete(self, doc_id: str, collection: str = DEFAULT_COLLECTION) -> int:

@@ -105,6 +105,7 @@ class Toolbox:
                     "collection": h.collection,
                     "title": h.title,
                     "source": h.source,
+                    "place": h.place,  # "p. 3", "slide 2", "cell 5" (converted files)
                     "score": round(h.score, 6),
                     "tokens": h.tokens,
                     "text": h.text,

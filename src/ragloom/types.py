@@ -7,8 +7,33 @@ from typing import Any
 
 
 @dataclass(frozen=True)
+class Structure:
+    """Where a converted document's pages (slides, cells) and sections begin, as offsets
+    into its text: what a converter (`ragloom.convert`) gives besides the text.
+
+    Unit `i + 1` (pages, slides and cells count from 1; `numbers[i]` when given) covers
+    `starts[i]` up to the next start. `kinds` holds a kind per unit when units differ
+    ("markdown", "code" or "output" of notebook cells);
+    `headings` are sections: (offset, level, title), in order. Slides and cells are hard
+    boundaries for chunks; pages are not (a chunk may span two).
+    """
+
+    unit: str = "page"  # "page", "slide" or "cell"
+    starts: tuple[int, ...] = ()
+    kinds: tuple[str, ...] = ()
+    headings: tuple[tuple[int, int, str], ...] = ()
+    language: str | None = None  # the language of code units (a notebook's kernel)
+    numbers: tuple[int, ...] = ()  # each unit's number when not its position (cell outputs)
+
+
+@dataclass(frozen=True)
 class Document:
-    """One unit the caller indexes: a file, a JSONL record or an inline text."""
+    """One unit the caller indexes: a file, a JSONL record or an inline text.
+
+    A converted file (PDF, HTML, ...) carries its `structure`, and `raw_hash`: a hash of
+    its bytes and the converter's version that stands for its text, title and metadata in
+    the content hash, so an unchanged file is known before it is converted again.
+    """
 
     id: str
     text: str
@@ -17,6 +42,8 @@ class Document:
     metadata: dict[str, Any] = field(default_factory=dict)
     collection: str | None = None  # overrides the collection named in the indexing call
     language: str | None = None  # a code language ("swift"): chunked as code, not prose
+    structure: Structure | None = None  # pages, slides, cells and sections of a converted file
+    raw_hash: str | None = None  # a converted file's bytes (and converter version), hashed
 
 
 @dataclass(frozen=True)
@@ -40,6 +67,19 @@ class Chunk:
     start: int
     end: int
     metadata: dict[str, Any] = field(default_factory=dict)
+
+
+def place_of(metadata: dict[str, Any]) -> str | None:
+    """Where a chunk lies in its file, in words: "p. 3", "pp. 3-4", "slide 2", "cell 5"
+    (from the `page`/`pages`, `slide` and `cell` a converted file's chunks carry)."""
+    pages = metadata.get("pages")
+    if isinstance(pages, list) and len(pages) > 1 and all(isinstance(p, int) for p in pages):
+        return f"pp. {min(pages)}-{max(pages)}"
+    for key, word in (("page", "p."), ("slide", "slide"), ("cell", "cell")):
+        value = metadata.get(key)
+        if isinstance(value, int) and not isinstance(value, bool):
+            return f"{word} {value}"
+    return None
 
 
 @dataclass
@@ -67,6 +107,11 @@ class Hit:
     hop: int | None = None  # multi-hop: the round that found this chunk
     tokens: int | None = None  # size of `text` in cl100k tokens, for prompt budgeting
     explain: dict[str, Any] | None = None
+
+    @property
+    def place(self) -> str | None:
+        """Its page (or slide, cell) in words: "p. 3" (see `place_of`)."""
+        return place_of(self.metadata)
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-ready form (used by the CLI's --json and the server); the passage is

@@ -11,7 +11,8 @@ from ragloom.chunking.prose import absorb_short, pack_paragraphs, paragraph_span
 from ragloom.chunking.sections import fold_short_parents, split_sections
 from ragloom.chunking.sentences import SentenceIndex
 from ragloom.chunking.spans import trim
-from ragloom.types import ChunkSpan
+from ragloom.chunking.structured import split_structured
+from ragloom.types import ChunkSpan, Structure
 
 DEFAULT_POLICY = ChunkPolicy()
 
@@ -44,13 +45,19 @@ def split_document(
     policy: ChunkPolicy = DEFAULT_POLICY,
     source: str | None = None,
     title: str | None = None,
+    structure: Structure | None = None,
 ) -> Chunked:
     """`chunk_text` plus the count of dropped fragments; a titled document never vanishes.
 
     A document with a title but no chunk of its own (an empty or blank body) becomes one
     empty chunk at offset 0, so that its title (indexed with every chunk) is searchable.
+    A converted document's `structure` (pages, sections...) shapes and places its chunks
+    (`ragloom.chunking.structured`).
     """
-    chunked = _split(text, policy, source)
+    if structure is not None and policy.mode != "code":
+        chunked = Chunked(*split_structured(text, structure, policy))
+    else:
+        chunked = _split(text, policy, source)
     if not chunked.spans and title is not None and title.strip():
         return Chunked([ChunkSpan("", 0, 0, _metadata(policy.mode))], chunked.fragments)
     return chunked

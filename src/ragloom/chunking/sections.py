@@ -19,7 +19,8 @@ class Section(NamedTuple):
 
 
 def build_sections(text: str, marks: list[Mark]) -> list[Section]:
-    """Cut the text at every mark: breaks are dropped, headings open a new section."""
+    """Cut the text at every mark: breaks are dropped, headings open a new section, cuts
+    (level < 0: a slide or cell boundary) end one and go on under the same headings."""
     sections: list[Section] = []
     stack: list[tuple[int, str]] = []
     headings: tuple[str, ...] = ()
@@ -30,6 +31,8 @@ def build_sections(text: str, marks: list[Mark]) -> list[Section]:
             sections.append(Section(span[0], span[1], headings, mark.level > 0))
         if mark.level == 0:  # break: the line itself belongs to no section
             cursor = mark.end
+        elif mark.level < 0:  # cut: what follows is a new section under the same headings
+            cursor = mark.start
         else:  # heading: its line is the first content of the new section
             while stack and stack[-1][0] >= mark.level:
                 stack.pop()

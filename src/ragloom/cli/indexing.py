@@ -57,6 +57,13 @@ INDEX_OPTIONS = stack(
         help="Largest file read, in bytes or with K/M/G (0: no limit).",
     ),
     click.option(
+        "--convert-timeout",
+        type=click.FloatRange(min=0.1),
+        default=120.0,
+        show_default=True,
+        help="Seconds one PDF, Word file, ... may take to convert (then it is named).",
+    ),
+    click.option(
         "--field",
         "renames",
         multiple=True,
@@ -143,15 +150,15 @@ def index_cmd(
     collection_field: str | None,
     fail_fast: bool,
     max_file_size: int,
+    convert_timeout: float,
     renames: tuple[str, ...],
     language_field: str,
     as_json: bool,
 ) -> None:
-    """Index files and folders (text, Markdown, JSONL, source code); unchanged files are skipped.
+    """Index files and folders (text, code, JSONL, CSV, PDF, HTML, Word, slides, EPUB, notebooks).
 
-    Every good file is indexed; a file that cannot be is reported with its reason and
-    position, and the command then exits with status 1.
-    """
+    Unchanged files are skipped; a file that cannot be indexed is named with its reason and
+    position, and the command then exits with status 1."""
     keywords(INDEXING, {"max_chars": max_chars, "overlap": overlap, "min_chars": min_chars})
     with open_index(ctx, create=True) as index:
         _configure(
@@ -184,7 +191,7 @@ def index_cmd(
                 fields,
                 on_file=update,
                 fail_fast=fail_fast,
-                policy=ReadPolicy(max_file_size=max_file_size),
+                policy=ReadPolicy(max_file_size=max_file_size, convert_timeout=convert_timeout),
             )
         for warning in caught:
             message = str(warning.message)

@@ -112,6 +112,7 @@ def search(
     out.print(f"[dim]{hits.mode} search ({legs}), {len(hits)} hit(s)[/]")
     for hit in hits:
         heading = f"[bold]{hit.rank}.[/] {escape(hit.document_id)}  [dim]{escape(hit.chunk_id)} "
+        heading += f"{hit.place}  " if hit.place else ""
         heading += f"chars {hit.start}-{hit.end}  score {hit.score:.3f}  {found_by(hit)}[/]"
         out.print(heading)
         if hit.explain:

@@ -19,7 +19,7 @@ from ragloom.errors import InputError
 from ragloom.segments.postings import concat_ranges
 from ragloom.store.records import ChunkTerms
 from ragloom.text import Tokenizer
-from ragloom.types import Document
+from ragloom.types import Document, Structure
 
 
 @lru_cache(maxsize=64)
@@ -53,6 +53,8 @@ def content_hash(
     and `metadata`, the document's chunk policy and metadata JSON, when the caller has them
     already). The bytes hashed are those of one JSON list of the settings, then the text."""
     policy = policy or config.policy_for(doc.source, doc.language)
+    if doc.raw_hash is not None:
+        return converted_hash(doc.raw_hash, doc.source, config, salt, policy)
     if metadata is None:
         metadata = json.dumps(doc.metadata, ensure_ascii=False, sort_keys=True, default=str)
     # json.dumps([title, source, metadata, policy, weight, salt], sort_keys=True), written
@@ -62,6 +64,19 @@ def content_hash(
     digest = hashlib.sha256(settings.encode("utf-8", "surrogatepass"))
     digest.update(b"\x00")
     digest.update(doc.text.encode("utf-8", "surrogatepass"))
+    return digest.hexdigest()
+
+
+def converted_hash(
+    raw_hash: str, source: str | None, config: CollectionConfig, salt: str, policy: ChunkPolicy
+) -> str:
+    """The content hash of a converted file: its raw hash (bytes and converter version, which
+    decide its text, title, metadata and structure) with what shapes its chunks. Known before
+    the file is converted, so an unchanged file is never converted again."""
+    tail = _settings_tail(policy, config.title_weight, salt)
+    settings = f"[{_json_text(source)}, {tail}]"
+    digest = hashlib.sha256(b"converted\x00" + settings.encode("utf-8", "surrogatepass"))
+    digest.update(raw_hash.encode("ascii"))
     return digest.hexdigest()
 
 
@@ -141,6 +156,10 @@ def checked_document(doc: Any) -> tuple[Document, str]:
             "use strings, finite numbers, booleans, null, lists and objects",
         ) from None
     _storable(metadata, "metadata")
+    if doc.structure is not None and not isinstance(doc.structure, Structure):
+        raise InputError(f"document {doc.id!r}: structure must be a ragloom.Structure")
+    if doc.raw_hash is not None and not (isinstance(doc.raw_hash, str) and doc.raw_hash.isascii()):
+        raise InputError(f"document {doc.id!r}: raw_hash must be an ASCII string")
     return doc, metadata
 
 

@@ -28,6 +28,7 @@ from ragloom.engine.documents import (
     embedding_text,
 )
 from ragloom.engine.embedders import Embedders, embedding_config
+from ragloom.engine.stored_files import StoredFileIds, known_converted
 from ragloom.enrich import Enricher, enrich_span, enrichers_fingerprint
 from ragloom.errors import EmbeddingError, EmbeddingMismatch, InputError, NotFound, worded
 from ragloom.loading.run import FileFailure, FileRun, batches
@@ -52,6 +53,7 @@ class IndexReport:
     chunks: int = 0  # chunks written
     files: int = 0  # files read
     skipped: list[tuple[str, str]] = field(default_factory=list)  # (path, reason)
+    left_out: list[tuple[str, str]] = field(default_factory=list)  # (path, rule): not read
     failed: list[FileFailure] = field(default_factory=list)  # files that could not be indexed
     pending: int = 0  # chunks stored without a vector (the embedding service failed)
     embedding_error: str | None = None  # why they are pending
@@ -78,6 +80,8 @@ class IndexReport:
             "fragments": self.fragments,
             "files": self.files,
             "skipped": [{"path": p, "reason": r} for p, r in self.skipped],
+            "left_out": len(self.left_out),
+            "left_out_files": [{"path": p, "rule": r} for p, r in self.left_out],
             "failed": [f.to_dict(audience) for f in self.failed],
             "pending": self.pending,
             "embedding_error": self.embedding_error,
@@ -237,7 +241,7 @@ class Ingest:
     def _prepare(doc, policy: ChunkPolicy, enrichers, report):
         """Chunk and enrich one document: (document, [spans]). Fragments dropped by
         min_chars are counted in `report`."""
-        spans, fragments = split_document(doc.text, policy, doc.source, doc.title)
+        spans, fragments = split_document(doc.text, policy, doc.source, doc.title, doc.structure)
         report.fragments += fragments
         if enrichers:
             spans = [enrich_span(doc, span, enrichers) for span in spans]
@@ -288,9 +292,10 @@ class Ingest:
     ) -> IndexReport:
         """Index the documents of a run over files, in batches bounded in size whatever the
         files' sizes (one file is one document however it is reached: `ragloom.loading.run`)."""
-        self.collection(collection)
+        info = self.collection(collection)
         run.settle_ids(StoredFileIds(self.store, collection))
         run.validate = check_document
+        run.known = known_converted(self.store, info, enrichers)
         report = IndexReport()
         for batch in batches(run.documents()):  # bounded in size, whatever the files' sizes
             added = self.add(batch, collection, None, enrichers, on_embed_error)
@@ -299,6 +304,11 @@ class Ingest:
                 setattr(report, name, getattr(report, name) + getattr(added, name))
             report.embedding_seconds += added.embedding_seconds
             report.embedding_error = added.embedding_error or report.embedding_error
+        if run.unchanged:  # converted files whose bytes are as indexed: never converted
+            with self.store.snapshot() as snap:
+                counts = snap.chunk_counts(collection, run.unchanged)
+            report.unchanged += len(run.unchanged)
+            report.unchanged_chunks += sum(counts.values())
         self.collection(collection)  # exists even when no document landed
         return report
 
@@ -370,18 +380,3 @@ class Ingest:
             if not filled:
                 break
         return done
-
-
-class StoredFileIds:
-    """`ragloom.loading.run.FileIds` over one collection of the store (one snapshot a call)."""
-
-    def __init__(self, store: Store, collection: str) -> None:
-        self.store, self.collection = store, collection
-
-    def by_source(self, sources: Sequence[str]) -> dict[str, list[str]]:
-        with self.store.snapshot() as snap:
-            return snap.file_ids_by_source(self.collection, sources)
-
-    def owners(self, doc_ids: Sequence[str]) -> dict[str, str | None]:
-        with self.store.snapshot() as snap:
-            return snap.sources_of(self.collection, doc_ids)

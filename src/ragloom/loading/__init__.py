@@ -1,7 +1,6 @@
 """Turn paths into Documents: discovery, safe opening, decoding, JSONL records, runs."""
 
 from ragloom.loading.files import (
-    SUPPORTED_SUFFIXES,
     FoundFile,
     LoadedFile,
     discover_files,
@@ -9,6 +8,7 @@ from ragloom.loading.files import (
     load_file,
 )
 from ragloom.loading.jsonl import JsonlFields, decoded_lines, read_jsonl, read_jsonl_file
+from ragloom.loading.kinds import SUPPORTED_SUFFIXES
 from ragloom.loading.opening import DEFAULT_MAX_FILE_SIZE, ReadPolicy
 from ragloom.loading.run import FileFailure, FileRun, StopSignal, index_files
 

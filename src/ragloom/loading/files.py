@@ -17,15 +17,18 @@ from dataclasses import dataclass, field, replace
 from itertools import chain
 from pathlib import Path
 
-from ragloom.chunking.code import CODE_SUFFIXES, language_for
+from ragloom.chunking.code import language_for
+from ragloom.convert import format_for
 from ragloom.errors import InputError, PathNotFound, RagloomError
+from ragloom.loading.converting import Conversion, Known, converted_file, unsupported
 from ragloom.loading.decode import StreamDecoder, looks_binary, sniff_encoding
-from ragloom.loading.jsonl import JsonlFields, lines_of, records
+from ragloom.loading.jsonl import JsonlFields, file_records
+from ragloom.loading.kinds import TABULAR_SUFFIXES, left_out_kind
 from ragloom.loading.opening import DEFAULT_POLICY, NotRegular, OpenFile, ReadPolicy, kind_of
 from ragloom.loading.parts import part_id, text_parts
+from ragloom.loading.tabular import table_documents
 from ragloom.types import Document
 
-SUPPORTED_SUFFIXES = (".txt", ".md", ".markdown", ".jsonl", *CODE_SUFFIXES)
 MARKDOWN_SUFFIXES = (".md", ".markdown")
 CHANGING = "changed while it was being examined"
 
@@ -40,8 +43,9 @@ class FoundFile:
     """A file to index: where it was found, its real path and the root it is opened from.
 
     `doc_id` is the id of its document (the path relative to `root` unless given), `name`
-    how messages show it, `skip` why it must not be read (reported, not indexed) and
-    `error` why it cannot be indexed (a failure).
+    how messages show it, `skip` why it must not be read (reported, not indexed),
+    `error` why it cannot be indexed (a failure) and `left_out` the rule that left it out
+    (an include or exclude glob, or a default rule: counted, never read).
     """
 
     path: Path
@@ -51,6 +55,7 @@ class FoundFile:
     doc_id: str | None = None
     name: str | None = None
     error: RagloomError | None = None
+    left_out: str | None = None
 
     @property
     def real_path(self) -> Path:
@@ -77,6 +82,11 @@ class FoundFile:
     def is_jsonl(self) -> bool:
         return self.path.suffix.lower() == ".jsonl"
 
+    @property
+    def is_records(self) -> bool:
+        """A file of records (JSONL, CSV, TSV): each record a document with its own id."""
+        return self.is_jsonl or self.path.suffix.lower() in TABULAR_SUFFIXES
+
 
 @dataclass
 class LoadedFile:
@@ -89,6 +99,7 @@ class LoadedFile:
     path: Path
     documents: Iterable[Document] = field(default_factory=list)
     skipped: str | None = None
+    unchanged: bool = False  # a converted file the index holds as it is: not converted
 
 
 def _matches(rel: str, patterns: Sequence[str]) -> bool:
@@ -180,29 +191,42 @@ class _Discovery:
         elif not stat.S_ISREG(info.st_mode):
             self.skip(path, path.parent, f"not a regular file ({kind_of(info.st_mode)})")
         elif _matches(path.name, self.exclude):
-            return
+            self.leave_out(path, path.parent, "matched by --exclude")
         elif self.roots:
             self.add_under_root(path, real)
         else:  # a file named on its own: its real path is its id (no two files share it)
             self.add(path, real.parent, real, shown(real))
 
     def walk(self, top: Path, real_top: Path) -> None:
+        """Every name under `top` is taken, or left out by a rule and counted (never
+        dropped unseen): hidden names, the globs, then the default rules (`loading.kinds`)."""
         for dirpath, dirnames, filenames in os.walk(top):
+            for hidden in sorted(d for d in dirnames if d.startswith(".")):
+                self.leave_out(Path(dirpath) / hidden, top, "hidden folder")
             dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
             for filename in sorted(filenames):
-                if filename.startswith("."):
-                    continue
                 file = Path(dirpath) / filename
                 rel = file.relative_to(top)
-                rel_text = rel.as_posix()
-                if self.include:
-                    if not _matches(rel_text, self.include):
-                        continue
-                elif file.suffix.lower() not in SUPPORTED_SUFFIXES:
-                    continue
-                if self.exclude and _matches(rel_text, self.exclude):
-                    continue
-                self.entry(file, real_top / rel, real_top)
+                rule = self.rule_for(rel.as_posix(), filename)
+                if rule:
+                    self.leave_out(file, top, rule)
+                else:
+                    self.entry(file, real_top / rel, real_top)
+
+    def rule_for(self, rel: str, filename: str) -> str | None:
+        """The rule that leaves a file found in a folder out, or None to take it."""
+        if filename.startswith("."):
+            return "hidden file"
+        if self.include and not _matches(rel, self.include):
+            return "not matched by --include"
+        if self.exclude and _matches(rel, self.exclude):
+            return "matched by --exclude"
+        if not self.include and (kind := left_out_kind(filename)):
+            return f"{kind} (left out by default)"
+        return None
+
+    def leave_out(self, path: Path, root: Path, rule: str) -> None:
+        self.found.append(FoundFile(path, root, name=self.label(path), left_out=rule))
 
     def entry(self, file: Path, real: Path, real_top: Path) -> None:
         """One name found in a folder: classified by `lstat`, never opened here."""
@@ -323,53 +347,48 @@ def _text_documents(
     return every_part()
 
 
-def _jsonl_documents(
-    opened: OpenFile,
-    first: bytes,
-    file: FoundFile,
-    lenient: bool,
-    fields: JsonlFields | None,
-) -> Iterator[Document]:
-    """Records of an open JSONL file, read as the caller iterates; closes it at the end."""
-    with opened:
-        blocks = opened.blocks_after_first()
-
-        def all_blocks() -> Iterator[bytes]:
-            yield first
-            yield from blocks
-
-        lines = lines_of(all_blocks(), opened.shown, lenient, sniff_encoding(first))
-        yield from records(lines, opened.shown, fields, lenient, file.id, file.source)
-        opened.check_unchanged()
-
-
 def load_file(
     file: FoundFile,
     lenient: bool = False,
     fields: JsonlFields | None = None,
     policy: ReadPolicy = DEFAULT_POLICY,
+    known: Known | None = None,
+    conversion: Conversion | None = None,
 ) -> LoadedFile:
-    """Read one file: skips binaries and non-regular files, raises on invalid text unless
-    lenient, and on anything the policy refuses (size, hard links, a link swapped in).
-
-    JSONL files are streamed record by record, text files longer than `policy.part_chars`
-    part by part (see `ragloom.loading.parts`); code files get their language as `type`.
-    """
+    """Read one file: converts PDF, HTML, Word, ... (`ragloom.loading.converting`: `known`
+    tells an indexed file as it is, `conversion` one started ahead), names binary content of
+    no such format, raises on invalid text unless lenient, and on what the policy refuses.
+    JSONL, CSV and TSV files stream record by record, long text files part by part
+    (`ragloom.loading.parts`); code files get their language as `type`."""
+    if file.left_out:
+        return LoadedFile(file.path, skipped=file.left_out)
     if file.skip:
         return LoadedFile(file.path, skipped=file.skip)
     if file.error is not None:
         raise file.error
+    fmt = format_for(file.path.name)
+    if fmt is not None:
+        return LoadedFile(file.path, *converted_file(file, policy, known, conversion, fmt))
     try:
         opened = OpenFile(file.real_path, file.real_root, file.shown, policy)
     except NotRegular as exc:
         return LoadedFile(file.path, skipped=str(exc))
     try:
         first = opened.first_block()
-        if looks_binary(first, sniff_encoding(first)):
+        encoding = sniff_encoding(first)
+        sniffed = format_for(file.path.name, first) if encoding.codec == "utf-8" else None
+        if sniffed is not None:  # a PDF by its content, whatever its name
             opened.close()
-            return LoadedFile(file.path, skipped="binary file")
+            return LoadedFile(file.path, *converted_file(file, policy, known, None, sniffed))
+        if looks_binary(first, encoding):
+            opened.close()
+            raise unsupported(file.shown)
         if file.is_jsonl:
-            return LoadedFile(file.path, _jsonl_documents(opened, first, file, lenient, fields))
+            return LoadedFile(file.path, file_records(opened, first, file, lenient, fields))
+        if file.is_records:
+            pieces = _decoded(opened, first, lenient)
+            rows = table_documents(opened, pieces, file, lenient, fields)
+            return LoadedFile(file.path, rows)
         return LoadedFile(file.path, _text_documents(opened, first, file, lenient, policy))
     except BaseException:
         opened.close()

@@ -222,7 +222,9 @@ def records(
         try:
             if line.text is None:
                 raise RecordError(path, line.number, _too_long(), line.offset)
-            yield _record_to_document(line, path, fields, default_id_prefix, source or path)
+            record = _parse(line, path)
+            where = (line.number, line.offset, path, fields, default_id_prefix, source or path)
+            yield record_document(record, *where)
         except RecordError as exc:
             if not lenient:
                 raise
@@ -288,14 +290,20 @@ def _parse(line: Line, path: str) -> Any:
     return record
 
 
-def _record_to_document(
-    line: Line, path: str, fields: JsonlFields, default_id_prefix: str | None, source: str
+def record_document(
+    record: Any,
+    number: int,
+    offset: int | None,
+    path: str,
+    fields: JsonlFields,
+    default_id_prefix: str | None,
+    source: str,
 ) -> Document:
-    number = line.number
-    record = _parse(line, path)
+    """One record (a JSON object, a CSV row) as a Document, by the field mapping; a record
+    that does not fit it is a `RecordError` naming the line."""
 
     def bad(reason: str) -> RecordError:
-        return RecordError(path, number, reason, line.offset)
+        return RecordError(path, number, reason, offset)
 
     if not isinstance(record, dict):
         raise bad(f"expected a JSON object, got {type(record).__name__}")
@@ -364,3 +372,23 @@ def _collection(record: dict[str, Any], name: str | None, bad: Any) -> str | Non
             f"{MAX_COLLECTION_NAME} characters)"
         )
     return value
+
+
+def file_records(
+    opened: Any,
+    first: bytes,
+    file: Any,
+    lenient: bool,
+    fields: JsonlFields | None,
+) -> Iterator[Document]:
+    """Records of an open JSONL file, read as the caller iterates; closes it at the end."""
+    with opened:
+        blocks = opened.blocks_after_first()
+
+        def all_blocks() -> Iterator[bytes]:
+            yield first
+            yield from blocks
+
+        lines = lines_of(all_blocks(), opened.shown, lenient, sniff_encoding(first))
+        yield from records(lines, opened.shown, fields, lenient, file.id, file.source)
+        opened.check_unchanged()

@@ -42,6 +42,8 @@ class ReadPolicy:
     files that have other hard links (a link inside a root may name a file outside it).
     `max_file_size`: bytes (0: no limit). `read_timeout`: seconds per file (None: none).
     `part_chars`: a text file longer than this is indexed in parts (`loading.parts`).
+    `convert_timeout`: seconds one PDF, Word file, ... may take to convert (then it is
+    stopped and named).
     """
 
     roots: tuple[Path, ...] = ()
@@ -49,6 +51,7 @@ class ReadPolicy:
     max_file_size: int = DEFAULT_MAX_FILE_SIZE
     read_timeout: float | None = None
     part_chars: int = DEFAULT_PART_CHARS
+    convert_timeout: float = 120.0
 
 
 DEFAULT_POLICY = ReadPolicy()

@@ -17,13 +17,17 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
+from ragloom.convert import format_for, shared_pool
 from ragloom.errors import IdConflict, IndexTimeout, InputError, RagloomError
+from ragloom.loading.converting import Conversion, Known, start_conversion
 from ragloom.loading.files import FoundFile, discover_files, load_file, shown
 from ragloom.loading.jsonl import JsonlFields
 from ragloom.loading.opening import DEFAULT_POLICY, ReadPolicy
 from ragloom.types import Document
 
 WRITE_CHARS = 4_000_000  # characters of documents one write takes at most (about)
+AHEAD_FILES = 4  # converted files read and handed to the worker processes ahead of their turn
+AHEAD_BYTES = 64 * 1024 * 1024  # and at most about this many of their bytes waiting
 
 
 @dataclass
@@ -127,7 +131,13 @@ def _another_file(owner: str | None, file: FoundFile) -> bool:
 
 
 class FileRun:
-    """Documents of found files, with per-file outcomes (`failed`, `skipped`, `stale`)."""
+    """Documents of found files, with per-file outcomes (`failed`, `skipped`, `stale`,
+    `left_out` by a rule, `unchanged`: converted files the index holds as they are).
+
+    Converted files (PDF, HTML, ...) are read and handed to the conversion workers a few
+    files ahead, so conversion runs while earlier documents are chunked and written;
+    `known` (set by the writer) tells which of them need no conversion at all.
+    """
 
     def __init__(
         self,
@@ -148,13 +158,17 @@ class FileRun:
         self.on_file = on_file
         self.validate = validate
         self.skipped: list[tuple[str, str]] = []
+        self.left_out = [(f.shown, f.left_out) for f in files if f.left_out]
+        self.unchanged: list[str] = []  # ids of converted files found unchanged by raw hash
+        self.known: Known | None = None
+        self._ahead: dict[int, Conversion] = {}
         self.failed: list[FileFailure] = []
         self.stale: list[str] = []  # other ids of files indexed now: removed after the run
         self.read = 0
         self.done = 0
         self.current = ""
         self._stale_of: dict[int, list[str]] = {}
-        self.files = list(files)
+        self.files = [f for f in files if not f.left_out]
 
     # -- ids ------------------------------------------------------------------------------
     def settle_ids(self, ids: FileIds | None) -> None:
@@ -162,7 +176,7 @@ class FileRun:
         (`ids` None: only files of this run are checked against each other)."""
         files = self.files
         plain = [
-            i for i, f in enumerate(files) if not f.skip and f.error is None and not f.is_jsonl
+            i for i, f in enumerate(files) if not f.skip and f.error is None and not f.is_records
         ]
         known: dict[str, list[str]] = {}
         if ids is not None and plain:
@@ -195,6 +209,7 @@ class FileRun:
         for number, file in enumerate(self.files):
             self.current = file.shown
             self._check_stop()
+            self._start_ahead(number)
             try:
                 yield from self._file_documents(number, file)
             except InputError as exc:
@@ -207,8 +222,33 @@ class FileRun:
                 self.on_file(self.done, total)
         self.current = ""
 
+    def _start_ahead(self, number: int) -> None:
+        """Read and submit the converted files among the next few (bounded in bytes); the
+        first time, start the conversion workers if any file may need them."""
+        if number == 0 and any(format_for(f.path.name) for f in self.files):
+            shared_pool().warm()
+        waiting = sum(job.size for job in self._ahead.values() if job.future is not None)
+        for at in range(number, min(number + AHEAD_FILES, len(self.files))):
+            file = self.files[at]
+            if at in self._ahead or file.skip or file.error is not None:
+                continue
+            fmt = format_for(file.path.name)
+            if fmt is None:
+                continue
+            if waiting >= AHEAD_BYTES and at > number:
+                break
+            job = start_conversion(file, self.policy, self.known, fmt)
+            self._ahead[at] = job
+            waiting += job.size
+
     def _file_documents(self, number: int, file: FoundFile) -> Iterator[Document]:
-        loaded = load_file(file, self.lenient, self.fields, self.policy)
+        job = self._ahead.pop(number, None)
+        loaded = load_file(file, self.lenient, self.fields, self.policy, self.known, job)
+        if loaded.unchanged:
+            self.read += 1
+            self.unchanged.append(file.id)
+            self._forget_stale(number, {file.id})
+            return
         if loaded.skipped:
             self.skipped.append((file.shown, loaded.skipped))
             warnings.warn(f"skipped {file.shown}: {loaded.skipped}", stacklevel=3)
@@ -221,12 +261,16 @@ class FileRun:
                 try:
                     self.validate(doc)
                 except InputError as exc:
-                    if not (file.is_jsonl and self.lenient):
+                    if not (file.is_records and self.lenient):
                         raise InputError(f"{file.shown}: {exc.message}", exc.hint) from None
                     warnings.warn(f"skipped a record of {file.shown}: {exc.message}", stacklevel=3)
                     continue
             written.add(doc.id)
             yield doc
+        self._forget_stale(number, written)
+
+    def _forget_stale(self, number: int, written: set[str]) -> None:
+        """Ids this file was stored under that it no longer has go after the run."""
         self.stale.extend(d for d in self._stale_of.get(number, ()) if d not in written)
 
     def _check_stop(self) -> None:

@@ -31,6 +31,13 @@ class Skipped(BaseModel):
     reason: str
 
 
+class LeftOut(BaseModel):
+    """A file of the folder that a rule left out unread (counted, never dropped unseen)."""
+
+    path: str
+    rule: str = Field(description="Hidden, an include/exclude glob, or a default rule.")
+
+
 class Failed(BaseModel):
     """A file that could not be indexed (the others of the request were)."""
 
@@ -61,6 +68,8 @@ class IndexResponse(BaseModel):
     fragments: int = Field(description="Pieces shorter than the collection's min_chars, dropped.")
     files: int
     skipped: list[Skipped]
+    left_out: int = Field(0, description="Files of the folder a rule left out unread.")
+    left_out_files: list[LeftOut] = Field(default_factory=list)
     failed: list[Failed] = Field(description="Files that could not be indexed, with why.")
     pending: int = Field(
         0,

@@ -101,6 +101,19 @@ function clearMessage() {
   $("message").hidden = true;
 }
 
+// Where a chunk lies in its file: "p. 3", "pp. 3-4", "slide 2", "cell 5" (as ragloom.types.place_of).
+function placeOf(metadata) {
+  const m = metadata || {};
+  const isInt = (v) => Number.isInteger(v);
+  if (Array.isArray(m.pages) && m.pages.length > 1 && m.pages.every(isInt)) {
+    return `pp. ${Math.min(...m.pages)}-${Math.max(...m.pages)}`;
+  }
+  if (isInt(m.page)) return `p. ${m.page}`;
+  if (isInt(m.slide)) return `slide ${m.slide}`;
+  if (isInt(m.cell)) return `cell ${m.cell}`;
+  return "";
+}
+
 // Text with [start, end) ranges wrapped in <mark class=...> (ranges sorted, non-overlapping).
 function marked(text, ranges, className) {
   const out = document.createDocumentFragment();
@@ -268,7 +281,8 @@ function renderHit(hit) {
       el("span", { class: "hit-title", text: title }),
       el("span", {
         class: "where",
-        text: `${hit.chunk_id} · chars ${hit.start}-${hit.end}` +
+        text: `${hit.chunk_id}` + (placeOf(hit.metadata) ? ` · ${placeOf(hit.metadata)}` : "") +
+          ` · chars ${hit.start}-${hit.end}` +
           (hit.source ? ` · ${hit.source}` : "") + (hit.tokens ? ` · ${hit.tokens} tokens` : ""),
       })));
   const text = el("p", { class: "hit-text" });
@@ -341,7 +355,8 @@ async function showDocument(hit, card) {
   $("document-title").textContent = hit.title || hit.document_id;
   $("document-meta").textContent =
     `${hit.document_id} · ${hit.collection}` + (hit.source ? ` · ${hit.source}` : "") +
-    ` · chunk ${hit.chunk_id}, chars ${hit.start}-${hit.end} of ${doc.text.length}`;
+    ` · chunk ${hit.chunk_id}` + (placeOf(hit.metadata) ? `, ${placeOf(hit.metadata)}` : "") +
+    `, chars ${hit.start}-${hit.end} of ${doc.text.length}`;
   const body = $("document-text");
   body.replaceChildren(marked(doc.text, [[hit.start, hit.end]], "span"));
   $("document").hidden = false;
