@@ -47,21 +47,22 @@ class Candidate:
     rank_before_rerank: int | None = None
 
 
-_DEFAULTS = {f.name: f.default for f in fields(Candidate) if f.default is not MISSING}
+# Every field with a default, in Candidate's order: the template hot paths fill in.
+CANDIDATE_DEFAULTS = {f.name: f.default for f in fields(Candidate) if f.default is not MISSING}
 _TIE_SPEC = f".{TIE_DIGITS}g"
 _APART = 2.0 * 10.0 ** (1 - TIE_DIGITS)  # neighbours further apart (relative) never tie
 _FEW = 16  # below this many scores, `tie_ranks` rounds them all
 
 
-def _candidate(values: dict[str, Any]) -> Candidate:
+def make_candidate(values: dict[str, Any]) -> Candidate:
     """`Candidate(**values)` for the hot paths: the frozen dataclass's `__init__` sets its 20
     fields one `object.__setattr__` at a time (about 5 us; a leg makes one per row)."""
-    return candidate_of({**_DEFAULTS, **values})
+    return candidate_of({**CANDIDATE_DEFAULTS, **values})
 
 
 def candidate_of(fields: dict[str, Any]) -> Candidate:
     """A candidate holding `fields`, a dict with every one of Candidate's fields (taken as it
-    is, not copied): `_candidate` without merging in the defaults."""
+    is, not copied): `make_candidate` without merging in the defaults."""
     new = object.__new__(Candidate)
     object.__setattr__(new, "__dict__", fields)
     return new
@@ -169,7 +170,7 @@ def leg_candidates(
     match = LEXICAL if leg == LEXICAL else DENSE
     values = scores.tolist()
     return [
-        _candidate(
+        make_candidate(
             {
                 "row_id": row,
                 "score": score,

@@ -24,10 +24,10 @@ from ragloom.filters import (
     predicate_of,
 )
 from ragloom.lexical import BM25Params
-from ragloom.retrieval import adaptive_ranked, controls, fusion, pipeline
+from ragloom.retrieval import controls, fusion, pipeline
 from ragloom.retrieval.controls import MISSING_POLICIES, BoostRule, MetadataOf
 from ragloom.retrieval.fusion import DEFAULT_FUSION, DEFAULT_NORMALIZATION
-from ragloom.retrieval.pipeline import DENSE, LEXICAL, Candidate
+from ragloom.retrieval.pipeline import Candidate
 from ragloom.retrieval.side_by_side import Ceiling, Leg, both_legs, lexical_side
 from ragloom.retrieval.variants import MERGES
 from ragloom.timing import timed
@@ -127,7 +127,7 @@ class SearchOptions:
             raise InvalidRequest(
                 f"unknown normalization {self.normalization!r}", "use minmax or zscore"
             )
-        fusion._check_weights(self.weights)
+        fusion.check_weights(self.weights)
         if self.bm25 is not None:
             self.bm25_for(BM25Params())  # a bad k1, b or other key fails here, not mid-search
         if self.filters is not None:
@@ -311,10 +311,10 @@ def fuse_legs(
         lexical = _through_ties(lexical, options.top_k)
         dense = _through_ties(dense, options.top_k) if dense is not None else None
     if mode == "dense":
-        ranked = adaptive_ranked.alone_ranked(DENSE, dense(query, depth), None)  # type: ignore[misc]
+        ranked, _ = fusion.fuse(None, dense(query, depth))  # type: ignore[misc]
     elif mode == "lexical":
         found, top = lexical_side(lexical, ceiling, query, depth)
-        ranked = adaptive_ranked.alone_ranked(LEXICAL, found, top)
+        ranked, _ = fusion.fuse(found, None, ceiling=top)
     else:
         started = bool(beside and beside(query))
         found, top, answer, failed = both_legs(lexical, dense, ceiling, query, depth, started)  # type: ignore[arg-type]
@@ -322,23 +322,23 @@ def fuse_legs(
             if options.strict:
                 raise failed
             degraded, reason = True, f"{failed.code}: {failed.message}"
-            ranked = adaptive_ranked.alone_ranked(LEXICAL, found, top)  # the lexical leg alone
+            ranked, _ = fusion.fuse(found, None, ceiling=top)  # the lexical leg alone
         else:
             with timed("fusion"):
                 floor = options.min_dense_similarity
                 floor = dense_floor if floor is None else floor
-                ranked, below = fusion.fuse_legs_head(
+                ranked, below = fusion.fuse(
                     found,
                     answer,
-                    options.fusion,
-                    options.rrf_k,
-                    options.weights,
-                    options.normalization,
-                    _preference_scorer(options, metadata_of),
-                    top,
-                    profile,
-                    floor,
-                    None if options.reorders else options.top_k,  # what `refine` keeps
+                    method=options.fusion,
+                    rrf_k=options.rrf_k,
+                    weights=options.weights,
+                    normalization=options.normalization,
+                    ceiling=top,
+                    profile=profile,
+                    preferences=_preferences(options, metadata_of, found, answer),
+                    floor=floor,
+                    keep=None if options.reorders else options.top_k,  # what `refine` keeps
                 )
     return Ranking(ranked, mode, degraded, reason, floor=floor, below_floor=below)
 
@@ -347,14 +347,16 @@ def _through_ties(leg: Leg, k: int) -> Leg:
     return lambda text, _depth: pipeline.through_ties(leg, text, k, MAX_TOP_K)
 
 
-def _preference_scorer(
-    options: SearchOptions, metadata_of: MetadataOf | None
-) -> Callable[[int], float] | None:
-    """row -> share of the `prefer` filters its metadata matches (None without rules)."""
+def _preferences(
+    options: SearchOptions, metadata_of: MetadataOf | None, *answers: Any
+) -> dict[int, float] | None:
+    """row -> share of the `prefer` filters its metadata matches, for every row of the legs'
+    answers (None without rules)."""
     if not options.preferences or metadata_of is None:
         return None
     rules = options.preferences
-    return lambda row: sum(rule(metadata_of(row)) for rule in rules) / len(rules)
+    rows = dict.fromkeys(row for answer in answers for row in answer[0].tolist())
+    return {row: sum(rule(metadata_of(row)) for rule in rules) / len(rules) for row in rows}
 
 
 def refine(
