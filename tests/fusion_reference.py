@@ -11,7 +11,7 @@ first entry, as in the search path.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -35,7 +35,9 @@ from ragloom.retrieval.pipeline import (
     Candidate,
     drop_weak_dense_only,
     evolve,
+    head_of,
     leg_candidates,
+    ordered,
 )
 
 
@@ -136,3 +138,15 @@ def reference_fuse(
         return fused, 0
     kept = drop_weak_dense_only(fused, floor)
     return kept, len(fused) - len(kept)
+
+
+def top_k(
+    candidates: Sequence[Candidate],
+    k: int,
+    keys_of: Callable[[list[int]], Mapping[int, tuple[Any, ...]]] | None = None,
+) -> list[Candidate]:
+    """The top k as a search takes it: `head_of`, then `ordered` with the stable keys of the
+    rows tied in the head (`keys_of(rows)`; without it, earlier candidates win)."""
+    head = head_of(candidates, k)
+    keys = None if keys_of is None else keys_of(head.tied) if head.tied else {}
+    return ordered(head, keys)

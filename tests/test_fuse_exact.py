@@ -16,8 +16,8 @@ import numpy as np
 
 from ragloom.retrieval.adaptive import support
 from ragloom.retrieval.fusion import fuse
-from ragloom.retrieval.pipeline import LEXICAL, make_candidate, tie_ranks, tie_score, top_k
-from tests.fusion_reference import reference_fuse
+from ragloom.retrieval.pipeline import LEXICAL, make_candidate, tie_ranks, tie_score
+from tests.fusion_reference import reference_fuse, top_k
 from tests.test_fuse_ranked import _reference_top_k
 
 

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from ragloom.retrieval.fusion import FUSIONS, fuse
-from ragloom.retrieval.pipeline import head_positions, top_k
-from tests.fusion_reference import reference_fuse
+from ragloom.retrieval.pipeline import head_positions
+from tests.fusion_reference import reference_fuse, top_k
 
 
 def _leg(rng: np.random.Generator, size: int, pool: int, dense: bool, ties: bool):

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from ragloom.retrieval.fusion import FUSIONS, fuse
-from ragloom.retrieval.pipeline import LEXICAL, make_candidate, tie_ranks, tie_score, top_k
-from tests.fusion_reference import reference_fuse
+from ragloom.retrieval.pipeline import LEXICAL, make_candidate, tie_ranks, tie_score
+from tests.fusion_reference import reference_fuse, top_k
 
 
 def _leg(rng: np.random.Generator, size: int, pool: int, dense: bool):

@@ -34,7 +34,8 @@ from ragloom.enrich import Enricher
 from ragloom.errors import InputError, NotFound
 from ragloom.lexical import BM25Params, kernels
 from ragloom.loading import JsonlFields, ReadPolicy, StopSignal, index_files
-from ragloom.retrieval.search import Ranking, SearchOptions
+from ragloom.retrieval.ranking import Ranking
+from ragloom.retrieval.search import SearchOptions
 from ragloom.store import StoredDocument
 from ragloom.store.base import Snapshot
 from ragloom.store.open import open_store
