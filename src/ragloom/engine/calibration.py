@@ -30,7 +30,7 @@ from ragloom.retrieval.probes import (
     reciprocal_rank,
     rest_bm25,
 )
-from ragloom.store.base import CollectionReader, Snapshot, Store
+from ragloom.store.base import CollectionReader, DenseQuery, LexicalQuery, Snapshot, Store
 from ragloom.text import Tokenizer, analyzer_for
 
 PROBES = 200  # probes per collection
@@ -145,11 +145,11 @@ def profile_collection(
         rests = embedder.embed([p.rest for p in batch])
         for probe, query_vector, rest_vector in zip(batch, queries, rests):
             terms = tokenizer.terms(probe.query)
-            rows, scores = reader.lexical(terms, PROBE_DEPTH, params)
+            rows, scores = reader.lexical(LexicalQuery(terms, params), PROBE_DEPTH)
             counts, total = reader.document_frequencies(terms)
             own = rest_bm25(terms, tokenizer.terms(probe.rest), counts, total, average, params)
             lexical.append(reciprocal_rank(own, probe.row, rows, scores))
-            rows, scores = reader.dense(query_vector, PROBE_DEPTH)
+            rows, scores = reader.dense(DenseQuery(query_vector), PROBE_DEPTH)
             own = float(np.dot(rest_vector, query_vector))
             dense.append(reciprocal_rank(own, probe.row, rows, scores))
     return {**profile, **mean_reciprocal_ranks(lexical, dense)}

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -35,7 +35,7 @@ from ragloom.retrieval.ranking import (
     tie_depth,
 )
 from ragloom.retrieval.search import SearchOptions
-from ragloom.store.base import CollectionReader, Snapshot
+from ragloom.store.base import CollectionReader, DenseQuery, LexicalQuery, Snapshot
 from ragloom.text import Tokenizer, analyzer_for
 from ragloom.timing import timed
 
@@ -186,11 +186,11 @@ def search_leg(
     node, key = options.filter_node, options.filter_key
     if isinstance(asked, np.ndarray):
         with timed("dense"):
-            return legs.reader.dense(asked, depth, node, key)
+            return legs.reader.dense(DenseQuery(asked, node, key), depth)
     with timed("lexical"):
         if options.expand == "prf":
             return feedback_search(legs, asked, depth, options)
-        return legs.reader.lexical(asked, depth, legs.bm25, node, key)
+        return legs.reader.lexical(LexicalQuery(asked, legs.bm25, node, key), depth)
 
 
 def feedback_search(legs: Legs, terms: list[str], depth: int, options: SearchOptions) -> Ranked:
@@ -198,10 +198,11 @@ def feedback_search(legs: Legs, terms: list[str], depth: int, options: SearchOpt
     best `fb_docs` chunks' index terms (their text's terms plus the title's, weighted as at
     ingest) with their document frequencies, expand the query (`expansion.rm3`), search
     again with the expanded query's term weights."""
-    reader, node, key, params = legs.reader, options.filter_node, options.filter_key, options.prf
+    reader, params = legs.reader, options.prf
+    query = LexicalQuery(terms, legs.bm25, options.filter_node, options.filter_key)
     if not terms:
-        return reader.lexical(terms, depth, legs.bm25, node, key)
-    rows, scores = reader.lexical(terms, params.fb_docs, legs.bm25, node, key)
+        return reader.lexical(query, depth)
+    rows, scores = reader.lexical(query, params.fb_docs)
     if not len(rows):
         return rows, scores
     chunks = legs.snapshot.chunks(rows.tolist())
@@ -216,8 +217,8 @@ def feedback_search(legs: Legs, terms: list[str], depth: int, options: SearchOpt
     df, n_docs = reader.document_frequencies(vocabulary)
     expanded = rm3_query(terms, list(zip(scores.tolist(), counts)), df, n_docs, params)
     ordered = list(expanded)
-    weights = [expanded[t] for t in ordered]
-    return reader.lexical_weighted(ordered, weights, depth, legs.bm25, node, key)
+    weighted = replace(query, terms=ordered, weights=[expanded[t] for t in ordered])
+    return reader.lexical(weighted, depth)
 
 
 def runs_beside(legs: Legs, text: str, options: SearchOptions) -> bool:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -27,50 +28,50 @@ from ragloom.store.records import (
     WriteOutcome,
 )
 
+Ranked = tuple[np.ndarray, np.ndarray]  # a leg's answer: row ids and scores, best first
+
+
+@dataclass(frozen=True)
+class LexicalQuery:
+    """The lexical leg's question: the query's index terms in order (repeats kept), BM25's
+    parameters, the metadata filter (`where`, with its cache key), and for a PRF-expanded
+    query a weight per distinct term (`terms` then lists each term once)."""
+
+    terms: Sequence[str]
+    params: BM25Params
+    where: FilterNode | None = None
+    where_key: str | None = None
+    weights: Sequence[float] | None = None
+
+
+@dataclass(frozen=True, eq=False)
+class DenseQuery:
+    """The dense leg's question: the query's unit vector and the metadata filter."""
+
+    vector: np.ndarray
+    where: FilterNode | None = None
+    where_key: str | None = None
+
 
 class CollectionReader(ABC):
-    """One collection inside a snapshot: the legs and the lookups a search needs."""
+    """One collection inside a snapshot: the legs and the lookups a search needs. Each leg
+    takes the query in its own form (`LexicalQuery`, `DenseQuery`) and answers with its
+    top k over the live chunks that pass the filter."""
 
     info: CollectionInfo
     config: Any  # the parsed CollectionConfig
 
     @abstractmethod
-    def lexical(
-        self,
-        terms: Sequence[str],
-        k: int,
-        params: BM25Params,
-        where: FilterNode | None = None,
-        where_key: str | None = None,
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """BM25 top k (chunk row ids, scores) over live chunks passing `where`; `terms` are the
-        query's index terms in order, repeats kept."""
-
-    def lexical_weighted(
-        self,
-        terms: Sequence[str],
-        weights: Sequence[float],
-        k: int,
-        params: BM25Params,
-        where: FilterNode | None = None,
-        where_key: str | None = None,
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """BM25 top k with a weight per distinct query term (PRF-expanded queries)."""
-        raise NotImplementedError("this store cannot weight query terms (PRF expansion)")
+    def lexical(self, query: LexicalQuery, k: int) -> Ranked:
+        """BM25 top k (chunk row ids, scores)."""
 
     def document_frequencies(self, terms: Sequence[str]) -> tuple[dict[str, int], int]:
         """(live chunks containing each known term, live chunks in all): PRF statistics."""
         raise NotImplementedError("this store cannot report term statistics (PRF expansion)")
 
     @abstractmethod
-    def dense(
-        self,
-        vector: np.ndarray,
-        k: int,
-        where: FilterNode | None = None,
-        where_key: str | None = None,
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """Top k (chunk row ids, cosine) over live chunks with vectors passing `where`."""
+    def dense(self, query: DenseQuery, k: int) -> Ranked:
+        """Top k (chunk row ids, cosine) over the live chunks with vectors."""
 
     @abstractmethod
     def metadata(self, rows: Sequence[int]) -> dict[int, dict[str, Any]]:

@@ -13,9 +13,7 @@ from psycopg import sql
 
 from ragloom.config import CollectionConfig
 from ragloom.errors import NotFound
-from ragloom.filters import FilterNode
-from ragloom.lexical.bm25 import BM25Params
-from ragloom.store.base import CollectionReader, Snapshot
+from ragloom.store.base import CollectionReader, DenseQuery, LexicalQuery, Ranked, Snapshot
 from ragloom.store.postgres import legs, where
 from ragloom.store.records import CollectionInfo, StoredChunk, StoredDocument
 from ragloom.store.rows import parse_config
@@ -85,38 +83,14 @@ class PostgresCollection(CollectionReader):
     def conn(self) -> psycopg.Connection:
         return self.snapshot.conn
 
-    def lexical(
-        self,
-        terms: Sequence[str],
-        k: int,
-        params: BM25Params,
-        where: FilterNode | None = None,
-        where_key: str | None = None,
-    ) -> tuple[np.ndarray, np.ndarray]:
-        return legs.lexical(self, terms, k, params, where)
-
-    def lexical_weighted(
-        self,
-        terms: Sequence[str],
-        weights: Sequence[float],
-        k: int,
-        params: BM25Params,
-        where: FilterNode | None = None,
-        where_key: str | None = None,
-    ) -> tuple[np.ndarray, np.ndarray]:
-        return legs.lexical(self, terms, k, params, where, weights)
+    def lexical(self, query: LexicalQuery, k: int) -> Ranked:
+        return legs.lexical(self, query.terms, k, query.params, query.where, query.weights)
 
     def document_frequencies(self, terms: Sequence[str]) -> tuple[dict[str, int], int]:
         return legs.document_frequencies(self, terms)
 
-    def dense(
-        self,
-        vector: np.ndarray,
-        k: int,
-        where: FilterNode | None = None,
-        where_key: str | None = None,
-    ) -> tuple[np.ndarray, np.ndarray]:
-        return legs.dense(self, vector, k, where)
+    def dense(self, query: DenseQuery, k: int) -> Ranked:
+        return legs.dense(self, query.vector, k, query.where)
 
     def metadata(self, rows: Sequence[int]) -> dict[int, dict[str, Any]]:
         if not len(rows):

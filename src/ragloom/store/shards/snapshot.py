@@ -22,7 +22,7 @@ from ragloom.config import CollectionConfig
 from ragloom.errors import NotFound
 from ragloom.filters import FilterNode
 from ragloom.lexical.bm25 import BM25Params, bm25_idf
-from ragloom.store.base import CollectionReader, Snapshot
+from ragloom.store.base import CollectionReader, DenseQuery, LexicalQuery, Ranked, Snapshot
 from ragloom.store.postgres import legs
 from ragloom.store.postgres.snapshot import with_chunks
 from ragloom.store.records import CollectionInfo, StoredChunk, StoredDocument
@@ -57,26 +57,8 @@ class ShardedCollection(CollectionReader):
         return list(self.snapshot.missing.values())
 
     # -- legs -------------------------------------------------------------------------
-    def lexical(
-        self,
-        terms: Sequence[str],
-        k: int,
-        params: BM25Params,
-        where: FilterNode | None = None,
-        where_key: str | None = None,
-    ) -> tuple[np.ndarray, np.ndarray]:
-        return self._lexical(terms, None, k, params, where)
-
-    def lexical_weighted(
-        self,
-        terms: Sequence[str],
-        weights: Sequence[float],
-        k: int,
-        params: BM25Params,
-        where: FilterNode | None = None,
-        where_key: str | None = None,
-    ) -> tuple[np.ndarray, np.ndarray]:
-        return self._lexical(terms, weights, k, params, where)
+    def lexical(self, query: LexicalQuery, k: int) -> Ranked:
+        return self._lexical(query.terms, query.weights, k, query.params, query.where)
 
     def _lexical(
         self,
@@ -125,15 +107,9 @@ class ShardedCollection(CollectionReader):
     def document_frequencies(self, terms: Sequence[str]) -> tuple[dict[str, int], int]:
         return self.frequencies(list(set(terms))), self.chunks
 
-    def dense(
-        self,
-        vector: np.ndarray,
-        k: int,
-        where: FilterNode | None = None,
-        where_key: str | None = None,
-    ) -> tuple[np.ndarray, np.ndarray]:
+    def dense(self, query: DenseQuery, k: int) -> Ranked:
         def search(i: int, reader: Any) -> tuple[np.ndarray, np.ndarray]:
-            rows, scores = legs.dense(reader, vector, k, where)
+            rows, scores = legs.dense(reader, query.vector, k, query.where)
             return global_rows(rows, i), scores
 
         rows, scores = merge_top(list(self.snapshot.each(search, self.readers).values()), k)

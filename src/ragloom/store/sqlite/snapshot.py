@@ -14,9 +14,8 @@ from ragloom.dense import views as dense_views
 from ragloom.errors import NotFound
 from ragloom.filters import FilterNode
 from ragloom.lexical import views as lexical_views
-from ragloom.lexical.bm25 import BM25Params
 from ragloom.segments.view import CollectionView
-from ragloom.store.base import CollectionReader, Snapshot
+from ragloom.store.base import CollectionReader, DenseQuery, LexicalQuery, Ranked, Snapshot
 from ragloom.store.records import CollectionInfo, StoredChunk, StoredDocument
 from ragloom.store.rows import from_json
 from ragloom.store.sqlite.slices import rows_in
@@ -34,43 +33,25 @@ class SQLiteCollection(CollectionReader):
         self.info = CollectionInfo(row.id, row.name, row.config)
         self.config = view.config
 
-    def lexical(
-        self,
-        terms: Sequence[str],
-        k: int,
-        params: BM25Params,
-        where: FilterNode | None = None,
-        where_key: str | None = None,
-    ) -> tuple[np.ndarray, np.ndarray]:
-        ids = self.snapshot.term_ids(terms)
-        return lexical_views.search_view(self.view, ids, k, params, where, where_key)
-
-    def lexical_weighted(
-        self,
-        terms: Sequence[str],
-        weights: Sequence[float],
-        k: int,
-        params: BM25Params,
-        where: FilterNode | None = None,
-        where_key: str | None = None,
-    ) -> tuple[np.ndarray, np.ndarray]:
-        vocab = self.snapshot.term_id_map(terms)
-        known = [(vocab[t], w) for t, w in zip(terms, weights) if t in vocab]
-        ids, kept = [i for i, _ in known], [w for _, w in known]
-        return lexical_views.search_view_weighted(self.view, ids, kept, k, params, where, where_key)
+    def lexical(self, query: LexicalQuery, k: int) -> Ranked:
+        if query.weights is None:
+            ids = self.snapshot.term_ids(query.terms)
+            return lexical_views.search_view(
+                self.view, ids, k, query.params, query.where, query.where_key
+            )
+        vocab = self.snapshot.term_id_map(query.terms)
+        known = [(vocab[t], w) for t, w in zip(query.terms, query.weights) if t in vocab]
+        ids, weights = [i for i, _ in known], [w for _, w in known]
+        return lexical_views.search_view(
+            self.view, ids, k, query.params, query.where, query.where_key, weights
+        )
 
     def document_frequencies(self, terms: Sequence[str]) -> tuple[dict[str, int], int]:
         vocab = self.snapshot.term_id_map(terms)
         return {t: self.view.df(i) for t, i in vocab.items()}, self.view.n_live
 
-    def dense(
-        self,
-        vector: np.ndarray,
-        k: int,
-        where: FilterNode | None = None,
-        where_key: str | None = None,
-    ) -> tuple[np.ndarray, np.ndarray]:
-        return dense_views.search_view(self.view, vector, k, where, where_key)
+    def dense(self, query: DenseQuery, k: int) -> Ranked:
+        return dense_views.search_view(self.view, query.vector, k, query.where, query.where_key)
 
     def eligible_count(self, where: FilterNode, where_key: str | None) -> int | None:
         # (each part's mask and count are remembered: the legs read the same ones after)
