@@ -23,6 +23,7 @@ from ragloom.store.records import (
     ChunkTerms,
     CollectionInfo,
     NewDocument,
+    NewDocuments,
     StoredChunk,
     StoredDocument,
     WriteOutcome,
@@ -215,10 +216,7 @@ class Write(ABC):
 
     @abstractmethod
     def put(
-        self,
-        collection: CollectionInfo,
-        documents: Sequence[NewDocument],
-        terms: ChunkTerms | None = None,
+        self, collection: CollectionInfo, documents: NewDocuments, terms: ChunkTerms | None = None
     ) -> WriteOutcome:
         """Store documents, each replacing all chunks of a stored document of the same id.
 

@@ -57,7 +57,8 @@ def lexical(
         return _NONE
     names = list(found)
     weights = [counts[t] * bm25_idf(found[t], row.chunks) for t in names]
-    return scored(reader, names, weights, row.total_length / row.chunks, k, params, where)
+    avgdl = row.total_length / row.chunks
+    return scored(reader, scored_query(reader, names, weights, avgdl, k, params, where))
 
 
 def query_counts(terms: Sequence[str], term_weights: Sequence[float] | None) -> Counter[str]:
@@ -78,19 +79,10 @@ def term_frequencies(reader: Any, terms: Sequence[str]) -> dict[str, int]:
 
 
 def scored(
-    reader: Any,
-    names: Sequence[str],
-    weights: Sequence[float],
-    avgdl: float,
-    k: int,
-    params: BM25Params,
-    where: FilterNode | None,
+    reader: Any, statement: tuple[sql.Composable, dict[str, Any]]
 ) -> tuple[np.ndarray, np.ndarray]:
-    """BM25 top k of this collection's chunks for terms whose idf x query weight is given
-    (from this collection's statistics, or a whole shard set's: the score of a chunk needs
-    only its own postings and these numbers)."""
-    query, values = scored_query(reader, names, weights, avgdl, k, params, where)
-    records = reader.conn.execute(query, values).fetchall()
+    """The rows and scores `scored_query`'s statement ranks, best first."""
+    records = reader.conn.execute(*statement).fetchall()
     if not records:
         return _NONE
     rows = np.array([r[0] for r in records], np.int64)
@@ -107,7 +99,10 @@ def scored_query(
     params: BM25Params,
     where: FilterNode | None,
 ) -> tuple[sql.Composable, dict[str, Any]]:
-    """`scored`'s statement and its values: rows (chunk_id, score), best first."""
+    """The statement (and its values) of the BM25 top k of this collection's chunks, as
+    rows (chunk_id, score) best first, for terms whose idf x query weight is given (from
+    this collection's statistics, or a whole shard set's: the score of a chunk needs only
+    its own postings and these numbers)."""
     row = reader.row
     condition = filter_sql(reader, where)
     join = sql.SQL("")

@@ -13,28 +13,21 @@ from psycopg import sql
 
 from ragloom.config import CollectionConfig
 from ragloom.errors import NotFound
-from ragloom.store.base import CollectionReader, DenseQuery, LexicalQuery, Ranked, Snapshot
+from ragloom.store.base import CollectionReader, DenseQuery, LexicalQuery, Ranked
 from ragloom.store.postgres import legs, where
 from ragloom.store.records import CollectionInfo, StoredChunk, StoredDocument
-from ragloom.store.rows import parse_config
-from ragloom.store.text import rebuild_text, text_hash
+from ragloom.store.sql import POSTGRES, CollectionRow, SQLSnapshot
+from ragloom.store.text import text_hash
 
 
 @dataclass(frozen=True)
-class CollectionRow:
-    """A collection's row as one snapshot sees it (with its live-chunk statistics)."""
+class PostgresCollectionRow(CollectionRow):
+    """A collection's row as one snapshot sees it, with its live-chunk statistics."""
 
-    id: int
-    name: str
-    config_json: str
     chunks: int
     total_length: int
     vectors: int
     changed: int
-
-    @property
-    def config(self) -> dict[str, Any]:
-        return parse_config(self.config_json)
 
 
 CHUNK_COLUMNS = (
@@ -73,7 +66,7 @@ def with_chunks(
 class PostgresCollection(CollectionReader):
     """One collection of a snapshot; both legs run in SQL."""
 
-    def __init__(self, snapshot: PostgresSnapshot, row: CollectionRow) -> None:
+    def __init__(self, snapshot: PostgresSnapshot, row: PostgresCollectionRow) -> None:
         self.snapshot = snapshot
         self.row = row
         self.info = CollectionInfo(row.id, row.name, row.config)
@@ -159,13 +152,20 @@ class PostgresCollection(CollectionReader):
         )
 
 
-class PostgresSnapshot(Snapshot):
+class PostgresSnapshot(SQLSnapshot):
     """An open REPEATABLE READ transaction on a reader connection."""
 
+    dialect = POSTGRES
+
     def __init__(
-        self, store: Any, conn: psycopg.Connection, generation: int, rows: dict[str, CollectionRow]
+        self,
+        store: Any,
+        conn: psycopg.Connection,
+        generation: int,
+        rows: dict[str, PostgresCollectionRow],
     ) -> None:
         self.store = store
+        self.location = store.location
         self.conn = conn
         self.generation = generation
         self.rows = rows
@@ -193,7 +193,7 @@ class PostgresSnapshot(Snapshot):
         records = cursor.fetchall()
         if not records:
             raise psycopg.errors.UndefinedTable("meta is empty")
-        rows = {r[2]: CollectionRow(*r[1:]) for r in records if r[1] is not None}
+        rows = {r[2]: PostgresCollectionRow(*r[1:]) for r in records if r[1] is not None}
         snap = cls(store, conn, int(records[0][0]), rows)
         snap.led = led
         return snap
@@ -206,50 +206,9 @@ class PostgresSnapshot(Snapshot):
         if reader is None:
             row = self.rows.get(name)
             if row is None:
-                raise NotFound(
-                    f"no collection {name!r} in {self.store.location}",
-                    f"known collections: {', '.join(sorted(self.rows)) or 'none yet'}",
-                )
+                raise self.unknown(name)
             reader = self._readers[name] = PostgresCollection(self, row)
         return reader
-
-    def content_hashes(self, collection: str, doc_ids: Sequence[str]) -> dict[str, str]:
-        row = self.rows.get(collection)
-        if row is None or not doc_ids:
-            return {}
-        return dict(
-            self.conn.execute(
-                "SELECT doc_id, content_hash FROM documents"
-                " WHERE collection_id = %s AND doc_id = ANY(%s)",
-                (row.id, list(doc_ids)),
-            ).fetchall()
-        )
-
-    def file_ids_by_source(self, collection: str, sources: Sequence[str]) -> dict[str, list[str]]:
-        row = self.rows.get(collection)
-        if row is None or not sources:
-            return {}
-        found: dict[str, list[str]] = {}
-        for source, doc_id in self.conn.execute(
-            "SELECT source, doc_id FROM documents WHERE collection_id = %s AND source = ANY(%s)"
-            " AND (metadata->>'path' = doc_id"
-            " OR metadata->>'path' || '#' || (metadata->>'part') = doc_id)",
-            (row.id, list(sources)),
-        ):
-            found.setdefault(source, []).append(doc_id)
-        return found
-
-    def sources_of(self, collection: str, doc_ids: Sequence[str]) -> dict[str, str | None]:
-        row = self.rows.get(collection)
-        if row is None or not doc_ids:
-            return {}
-        return dict(
-            self.conn.execute(
-                "SELECT doc_id, source FROM documents"
-                " WHERE collection_id = %s AND doc_id = ANY(%s)",
-                (row.id, list(doc_ids)),
-            ).fetchall()
-        )
 
     def document_vectors(
         self, collection: CollectionInfo, doc_ids: Sequence[str], wanted: set[bytes]
@@ -267,13 +226,6 @@ class PostgresSnapshot(Snapshot):
                 found[h] = np.asarray(vector, np.float32)
         return found
 
-    def cached_vectors(self, model: str, hashes: Sequence[bytes]) -> dict[bytes, np.ndarray]:
-        cached = self.conn.cursor(binary=True).execute(
-            "SELECT text_hash, vector FROM vector_cache WHERE model = %s AND text_hash = ANY(%s)",
-            (model, list(hashes)),
-        )
-        return {bytes(h): np.asarray(v, np.float32) for h, v in cached}
-
     def chunks(self, rows: Sequence[int]) -> dict[int, StoredChunk]:
         if not len(rows):
             return {}
@@ -283,22 +235,6 @@ class PostgresSnapshot(Snapshot):
         ).fetchall()
         return {r[0]: stored_chunk(r) for r in records}
 
-    def document_text(self, collection: str, doc_id: str) -> str:
-        row = self.rows.get(collection)
-        found = None
-        if row is not None:
-            found = self.conn.execute(
-                "SELECT id, length, gaps FROM documents WHERE collection_id = %s AND doc_id = %s",
-                (row.id, doc_id),
-            ).fetchone()
-        if found is None:
-            raise NotFound(f"no document {doc_id!r} in collection {collection!r}")
-        document, length, gaps = found
-        chunks = self.conn.execute(
-            "SELECT start, text FROM chunks WHERE document_id = %s", (document,)
-        ).fetchall()
-        return rebuild_text(gaps, chunks, length)
-
     def documents(
         self, collection: str | None, offset: int = 0, limit: int = 100
     ) -> list[StoredDocument]:
@@ -306,7 +242,7 @@ class PostgresSnapshot(Snapshot):
         if collection is not None:
             row = self.rows.get(collection)
             if row is None:
-                raise NotFound(f"no collection {collection!r} in {self.store.location}")
+                raise NotFound(f"no collection {collection!r} in {self.location}")
             where, params["c"] = "WHERE d.collection_id = %(c)s", row.id
         records = self.conn.execute(
             "SELECT d.doc_id, c.name, d.source, d.title, d.metadata, d.content_hash,"

@@ -82,10 +82,10 @@ class ShardedCollection(CollectionReader):
         def score(i: int, reader: Any) -> tuple[np.ndarray, np.ndarray]:
             if not reader.row.chunks:
                 return empty
-            if k > WITH_CHUNKS:
-                rows, scores = legs.scored(reader, names, weights, avgdl, k, params, where)
-                return global_rows(rows, i), scores
             query = legs.scored_query(reader, names, weights, avgdl, k, params, where)
+            if k > WITH_CHUNKS:
+                rows, scores = legs.scored(reader, query)
+                return global_rows(rows, i), scores
             return self.snapshot.keep(i, with_chunks(reader.conn, *query))
 
         return merge_top(list(self.snapshot.each(score, self.readers).values()), k)

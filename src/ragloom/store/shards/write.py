@@ -21,7 +21,13 @@ from ragloom.store.base import Write
 from ragloom.store.postgres import replicas
 from ragloom.store.postgres.errors import from_psycopg
 from ragloom.store.postgres.write import PostgresWrite
-from ragloom.store.records import ChunkTerms, CollectionInfo, NewDocument, WriteOutcome
+from ragloom.store.records import (
+    ChunkTerms,
+    CollectionInfo,
+    NewDocument,
+    NewDocuments,
+    WriteOutcome,
+)
 from ragloom.store.shards import commit
 from ragloom.store.shards.fanout import fan_out
 from ragloom.store.shards.placement import global_row, rows_by_shard, shard_of
@@ -151,10 +157,7 @@ class ShardedWrite(Write):
 
     # -- documents --------------------------------------------------------------------
     def put(
-        self,
-        collection: CollectionInfo,
-        documents: Sequence[NewDocument],
-        terms: ChunkTerms | None = None,
+        self, collection: CollectionInfo, documents: NewDocuments, terms: ChunkTerms | None = None
     ) -> WriteOutcome:
         outcome = WriteOutcome()
         if not documents:

@@ -10,7 +10,7 @@ from typing import Any
 
 from ragloom.segments.postings import Postings
 from ragloom.store.records import NewChunk, NewDocument
-from ragloom.store.sqlite.slices import rows_in
+from ragloom.store.sql import SQLITE
 from ragloom.store.text import rebuild_text
 from ragloom.types import Document
 
@@ -29,16 +29,18 @@ def export_collection(store: Any, name: str, batch: int = 200) -> Iterator[list[
         ).fetchall()
         for start in range(0, len(documents), batch):
             part = documents[start : start + batch]
-            chunks = rows_in(
+            chunks = SQLITE.rows_in(
                 conn,
                 'SELECT document_id, id, n, start, "end", text, metadata, terms FROM chunks'
-                " WHERE document_id IN ({marks}) ORDER BY id",
+                " WHERE document_id {keys} ORDER BY id",
                 [],
                 [d[0] for d in part],
             )
             postings = [Postings.from_bytes(c[7]) for c in chunks]
             ids = sorted({int(t) for p in postings for t in p.term_ids})
-            names = dict(rows_in(conn, "SELECT id, term FROM terms WHERE id IN ({marks})", [], ids))
+            names = dict(
+                SQLITE.rows_in(conn, "SELECT id, term FROM terms WHERE id {keys}", [], ids)
+            )
             vectors = view.vectors_of([c[1] for c in chunks]) if has_vectors else None
             by_document: dict[int, list[NewChunk]] = {}
             for i, (document, _, n, begin, end, text, own, _) in enumerate(chunks):

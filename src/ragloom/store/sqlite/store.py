@@ -28,11 +28,11 @@ from ragloom.segments.persist import SegmentFiles, SegmentMissing
 from ragloom.segments.view import CollectionView, Part
 from ragloom.store.base import Store
 from ragloom.store.records import CollectionInfo
+from ragloom.store.sql import SQLITE
 from ragloom.store.sqlite import connect as connecting
 from ragloom.store.sqlite.errors import from_sqlite
-from ragloom.store.sqlite.slices import rows_in
 from ragloom.store.sqlite.snapshot import SQLiteSnapshot
-from ragloom.store.sqlite.views import CollectionRow, catch_up, load_view, read_collections
+from ragloom.store.sqlite.views import SQLiteCollectionRow, catch_up, load_view, read_collections
 from ragloom.store.sqlite.vocabulary import NumberedTerms, TermCache
 from ragloom.store.sqlite.write import SQLiteWrite
 
@@ -146,7 +146,7 @@ class SQLiteStore(Store):
             with contextlib.suppress(sqlite3.Error):
                 conn.execute("COMMIT")
 
-    def _version_read(self, conn: sqlite3.Connection) -> tuple[int, dict[str, CollectionRow]]:
+    def _version_read(self, conn: sqlite3.Connection) -> tuple[int, dict[str, SQLiteCollectionRow]]:
         """The generation and collections a read transaction sees. The collections are the
         ones this connection read last while SQLite's data_version (read in the same
         statement, so of the same version) says no connection committed since: any commit,
@@ -169,7 +169,7 @@ class SQLiteStore(Store):
         return history[-1] if history else None
 
     def view_at(
-        self, conn: sqlite3.Connection, row: CollectionRow, generation: int
+        self, conn: sqlite3.Connection, row: SQLiteCollectionRow, generation: int
     ) -> CollectionView:
         """The collection's view at exactly `generation` (the snapshot `conn` is in)."""
         base = None
@@ -319,10 +319,10 @@ class SQLiteStore(Store):
                     break
             if not rows:
                 return []
-            records = rows_in(
+            records = SQLITE.rows_in(
                 snap.conn,
                 "SELECT c.id, d.title, c.text FROM chunks c"
-                " JOIN documents d ON d.id = c.document_id WHERE c.id IN ({marks}) ORDER BY c.id",
+                " JOIN documents d ON d.id = c.document_id WHERE c.id {keys} ORDER BY c.id",
                 [],
                 rows,
             )

@@ -23,31 +23,25 @@ from ragloom.segments.persist import SegmentFiles
 from ragloom.segments.postings import decode_many
 from ragloom.segments.segment import Segment
 from ragloom.segments.view import CollectionView, Part
-from ragloom.store.rows import dimension_of, epoch_of, parse_config
+from ragloom.store.rows import dimension_of, epoch_of
+from ragloom.store.sql import CollectionRow
 
 
 @dataclass(frozen=True)
-class CollectionRow:
-    """A collection's row as one snapshot sees it."""
+class SQLiteCollectionRow(CollectionRow):
+    """A collection's row as one snapshot sees it: when it last changed, when its layout
+    (settings, model) did, and the newest chunk row written to a segment file."""
 
-    id: int
-    name: str
-    config_json: str
     changed: int
     layout: int
     flushed_upto: int
 
-    @property
-    def config(self) -> dict[str, Any]:
-        """The stored configuration (parsed once per distinct text; do not modify it)."""
-        return parse_config(self.config_json)
 
-
-def read_collections(conn: sqlite3.Connection) -> dict[str, CollectionRow]:
+def read_collections(conn: sqlite3.Connection) -> dict[str, SQLiteCollectionRow]:
     rows = conn.execute(
         "SELECT id, name, config, changed, layout, flushed_upto FROM collections"
     ).fetchall()
-    return {r[1]: CollectionRow(*r) for r in rows}
+    return {r[1]: SQLiteCollectionRow(*r) for r in rows}
 
 
 def _blob_vector(blob: bytes | None, dimension: int | None) -> np.ndarray | None:
@@ -58,7 +52,7 @@ def _blob_vector(blob: bytes | None, dimension: int | None) -> np.ndarray | None
 
 
 def chunk_segment(
-    conn: sqlite3.Connection, row: CollectionRow, after: int, through: int | None = None
+    conn: sqlite3.Connection, row: SQLiteCollectionRow, after: int, through: int | None = None
 ) -> Segment | None:
     """An in-memory segment of the collection's chunks with row id in (after, through]."""
     config = row.config
@@ -91,7 +85,7 @@ def chunk_segment(
 
 
 def load_view(
-    conn: sqlite3.Connection, row: CollectionRow, generation: int, files: SegmentFiles
+    conn: sqlite3.Connection, row: SQLiteCollectionRow, generation: int, files: SegmentFiles
 ) -> CollectionView:
     """The collection as the snapshot `conn` sees it (generation `generation`)."""
     config = row.config
@@ -138,7 +132,7 @@ def load_view(
 def catch_up(
     conn: sqlite3.Connection,
     view: CollectionView,
-    row: CollectionRow,
+    row: SQLiteCollectionRow,
     generation: int,
     files: SegmentFiles,
 ) -> CollectionView:
