@@ -23,8 +23,7 @@ import os
 import threading
 import time
 import uuid
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Iterator
 
 from ragloom.dense import graph as ann
 from ragloom.dense.graph import attach_graph
@@ -43,6 +42,7 @@ from ragloom.segments.schedule import (
 )
 from ragloom.segments.view import CollectionView
 from ragloom.store.sqlite.cleanup import clean_files
+from ragloom.store.sqlite.database import SQLiteDatabase
 from ragloom.store.sqlite.errors import from_os
 from ragloom.store.sqlite.views import read_collections
 
@@ -57,7 +57,9 @@ RESUME_AFTER = float(os.environ.get("RAGLOOM_RESUME_AFTER", "2"))  # open -> pen
 class Maintenance:
     """A daemon thread doing flushes and merges after writes; `run_now` does them inline."""
 
-    def __init__(self, store: Any, flush_rows: int | None = None, factor: int | None = None):
+    def __init__(
+        self, store: SQLiteDatabase, flush_rows: int | None = None, factor: int | None = None
+    ) -> None:
         self.store = store
         self.flush_rows = flush_rows or FLUSH_ROWS
         self.factor = factor or MERGE_FACTOR
@@ -131,6 +133,12 @@ class Maintenance:
 
     def stopping(self) -> bool:  # (a step polls it to give up midway)
         return self._stop.is_set()
+
+    @contextlib.contextmanager
+    def paused(self) -> Iterator[None]:
+        """No flush or merge runs while the block does (a repair rebuilds the files)."""
+        with self._lock:
+            yield
 
     def _loop(self) -> None:
         waiting = self._first_wait is not None  # work that runs once writes pause is not done
@@ -264,7 +272,7 @@ class Maintenance:
             self._defer(SETTLE_AFTER)
             return False
         self.last_step = "in-memory segments folded together"
-        return self.store.replace_view(view, settled(view))
+        return self.store.views.replace(view, settled(view))
 
     def _flush(self, view: CollectionView) -> bool:
         memory = view.parts[view.files :]
@@ -320,7 +328,7 @@ class Maintenance:
                     with contextlib.suppress(OSError):
                         store.files.path(name).unlink()
             new_part = carry_over(segment, current) if segment is not None else None
-            store.publish_view(replaced(current, view, i, j, new_part, upto, generation, flush))
+            store.views.remember(replaced(current, view, i, j, new_part, upto, generation, flush))
         store.files.forget(old_names)
         chunks = sum(p.segment.n for p in parts)
         self.last_step = (
@@ -346,8 +354,8 @@ class Maintenance:
         }
         if not set(old_names) <= live or row.flushed_upto != view.flushed_upto:
             return None
-        store.prepare_view(conn, row.id)
-        current = store.current_view(row.id)
+        store.views.prepare(conn, row.id)
+        current = store.views.current(row.id)
         if current is None:
             return None
         generation = write.generation

@@ -19,7 +19,8 @@ from ragloom.store.base import CollectionReader, DenseQuery, LexicalQuery, Ranke
 from ragloom.store.records import CollectionInfo, StoredChunk, StoredDocument
 from ragloom.store.rows import from_json
 from ragloom.store.sql import SQLITE, SQLSnapshot
-from ragloom.store.sqlite.views import SQLiteCollectionRow
+from ragloom.store.sqlite.views import SQLiteCollectionRow, ViewHistory, vocabulary_size
+from ragloom.store.sqlite.vocabulary import TermCache
 from ragloom.store.text import text_hash
 
 
@@ -80,7 +81,7 @@ class SQLiteCollection(CollectionReader):
             "chunks": view.n_live,
             "vectors": view.n_vectors if view.dimension else 0,
             "pending": view.n_pending if view.dimension or self.info.config.get("embedding") else 0,
-            "terms": self.snapshot.store.vocabulary_size(view),
+            "terms": vocabulary_size(view),
             "avg_chunk_terms": round(view.avgdl, 2),
             "segments": {
                 "files": view.files,
@@ -115,13 +116,16 @@ class SQLiteSnapshot(SQLSnapshot):
 
     def __init__(
         self,
-        store: Any,
+        views: ViewHistory,
+        terms: TermCache,
+        location: str,
         conn: sqlite3.Connection,
         generation: int,
         rows: dict[str, SQLiteCollectionRow],
     ) -> None:
-        self.store = store
-        self.location = store.location
+        self.views = views
+        self.terms = terms
+        self.location = location
         self.conn = conn
         self.generation = generation
         self.rows = rows
@@ -140,17 +144,17 @@ class SQLiteSnapshot(SQLSnapshot):
         row = self.rows.get(name)
         if row is None:
             raise self.unknown(name)
-        view = self.store.view_at(self.conn, row, self.generation)
+        view = self.views.at(self.conn, row, self.generation)
         reader = self._readers[name] = SQLiteCollection(self, row, view)
         return reader
 
     def term_id_map(self, terms: Sequence[str]) -> dict[str, int]:
         """term -> id for the terms the vocabulary knows."""
-        return self.store.terms.lookup_at(self.conn, set(terms), self.generation)
+        return self.terms.lookup_at(self.conn, set(terms), self.generation)
 
     def term_ids(self, terms: Sequence[str]) -> list[int]:
         """Ids of the terms the vocabulary knows, in order (unknown terms are left out)."""
-        vocab = self.store.terms.lookup_at(self.conn, set(terms), self.generation)
+        vocab = self.terms.lookup_at(self.conn, set(terms), self.generation)
         return [vocab[t] for t in terms if t in vocab]
 
     def document_vectors(

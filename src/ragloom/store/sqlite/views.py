@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import threading
+from collections import deque
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -25,6 +27,8 @@ from ragloom.segments.segment import Segment
 from ragloom.segments.view import CollectionView, Part
 from ragloom.store.rows import dimension_of, epoch_of
 from ragloom.store.sql import CollectionRow
+
+HISTORY = 8  # recent views kept per collection, for snapshots a little behind the newest
 
 
 @dataclass(frozen=True)
@@ -165,3 +169,86 @@ def catch_up(
         generation, added=[Part(added)] if added is not None else [], removed=removed, late=late
     )
     return compact_memory(view)
+
+
+class ViewHistory:
+    """The newest views of each collection, kept in step with the commits: a snapshot takes
+    the view of exactly its generation (`at`, loaded or caught up from the database when
+    none is kept), a write brings a view up to date before it changes it (`prepare`), and
+    views change only after the transaction they mirror has committed (`remember`)."""
+
+    def __init__(self, files: SegmentFiles) -> None:
+        self.files = files
+        self._lock = threading.Lock()
+        self._views: dict[int, deque[CollectionView]] = {}
+
+    def current(self, collection_id: int) -> CollectionView | None:
+        """The newest view of a collection, if one is kept."""
+        history = self._views.get(collection_id)
+        return history[-1] if history else None
+
+    def at(
+        self, conn: sqlite3.Connection, row: SQLiteCollectionRow, generation: int
+    ) -> CollectionView:
+        """The collection's view at exactly `generation` (the snapshot `conn` is in)."""
+        base = None
+        with self._lock:  # a copy: another thread may publish a view meanwhile
+            history = tuple(self._views.get(row.id, ()))
+        for view in reversed(history):
+            if view.generation <= generation:
+                base = view
+                break
+        if base is not None and base.generation == generation:
+            return base
+        if base is None:
+            view = load_view(conn, row, generation, self.files)
+        else:
+            view = catch_up(conn, base, row, generation, self.files)
+        self.remember(view)
+        return view
+
+    def remember(self, view: CollectionView) -> None:
+        """Keep `view` as its collection's newest, unless a newer one is kept already."""
+        with self._lock:
+            history = self._views.setdefault(view.collection_id, deque(maxlen=HISTORY))
+            if not history or history[-1].generation < view.generation:
+                history.append(view)
+
+    def prepare(self, conn: sqlite3.Connection, collection_id: int) -> None:
+        """Inside a write, before its changes: bring the collection's view to the database's
+        committed state, so this write's changes apply on top of it."""
+        generation = int(
+            conn.execute("SELECT value FROM meta WHERE key='generation'").fetchone()[0]
+        )
+        current = self.current(collection_id)
+        if current is not None and current.generation == generation:
+            return
+        row = {r.id: r for r in read_collections(conn).values()}.get(collection_id)
+        if row is not None:
+            self.at(conn, row, generation)
+
+    def replace(self, old: CollectionView, new: CollectionView) -> bool:
+        """Put `new` (the same version as `old`, laid out differently) in its place, if `old`
+        is still the newest view of its collection."""
+        with self._lock:
+            history = self._views.get(old.collection_id)
+            if not history or history[-1] is not old:
+                return False
+            history[-1] = new
+            return True
+
+    def drop(self, collection_id: int) -> None:
+        """Forget a collection's views: the next snapshot loads it from the database."""
+        with self._lock:
+            self._views.pop(collection_id, None)
+
+
+def vocabulary_size(view: CollectionView) -> int:
+    """Distinct terms in the collection's segments (deleted chunks' terms until merged)."""
+    key = ("vocabulary", view.generation)
+    cached = view.parts[0].cache.get(key) if view.parts else 0
+    if cached is None:
+        arrays = [p.segment.terms for p in view.parts]
+        cached = int(len(np.unique(np.concatenate(arrays)))) if arrays else 0
+        view.parts[0].cache[key] = cached
+    return int(cached or 0)

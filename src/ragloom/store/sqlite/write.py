@@ -28,6 +28,8 @@ from ragloom.store.rows import (
     to_json,
 )
 from ragloom.store.sql import SQLITE, SQLWrite, sliced
+from ragloom.store.sqlite.views import ViewHistory
+from ragloom.store.sqlite.vocabulary import NumberedTerms, TermCache
 from ragloom.store.text import text_hash
 from ragloom.text.numbering import TermNumbers
 
@@ -47,8 +49,17 @@ class SQLiteWrite(SQLWrite):
 
     dialect = SQLITE
 
-    def __init__(self, store: Any, conn: sqlite3.Connection, generation: int) -> None:
-        self.store = store
+    def __init__(
+        self,
+        views: ViewHistory,
+        terms: TermCache,
+        numbered: NumberedTerms,
+        conn: sqlite3.Connection,
+        generation: int,
+    ) -> None:
+        self.views = views
+        self.terms = terms
+        self.numbering = numbered  # the store's: the numbers -> term ids it learned
         self.conn = conn
         self.generation = generation  # the generation this write will commit as
         self._configs: dict[int, dict[str, Any]] = {}
@@ -63,7 +74,7 @@ class SQLiteWrite(SQLWrite):
 
     def _changes(self, collection: CollectionInfo) -> Changes:
         if collection.id not in self.changes:
-            self.store.prepare_view(self.conn, collection.id)  # catch up before changing
+            self.views.prepare(self.conn, collection.id)  # catch up before changing
             self.changes[collection.id] = Changes()
         self.touched.add(collection.id)
         return self.changes[collection.id]
@@ -112,7 +123,7 @@ class SQLiteWrite(SQLWrite):
     def _cache_vectors(self, collection: CollectionInfo, chunk_rows: Sequence[int]) -> None:
         """Keep the vectors of chunks about to be deleted, so re-adding their text is free."""
         model = (self.stored_config(collection).get("embedding") or {}).get("model")
-        view = self.store.current_view(collection.id)
+        view = self.views.current(collection.id)
         if not model or view is None or not chunk_rows:
             return
         texts = SQLITE.rows_in(
@@ -182,7 +193,7 @@ class SQLiteWrite(SQLWrite):
     def _term_ids(self, terms: ChunkTerms) -> np.ndarray:
         """The store's term id of every term number in `terms` (one array lookup for terms
         this process has written before; the others found or inserted by name)."""
-        ids = self.store.numbered.ids(terms.names, terms.numbers)
+        ids = self.numbering.ids(terms.names, terms.numbers)
         unknown = ids < 0
         if unknown.any():
             wanted = terms.numbers[unknown]
@@ -202,7 +213,7 @@ class SQLiteWrite(SQLWrite):
         """Ids of every term, inserting terms never seen (recorded to publish after commit).
         A term missing from a cache that holds every committed term is new: no lookup."""
         wanted = set(terms)
-        vocab = self.store.terms.known(wanted)
+        vocab = self.terms.known(wanted)
         vocab.update((t, self.new_terms[t]) for t in wanted - vocab.keys() if t in self.new_terms)
         missing = sorted(wanted - vocab.keys())
         if not missing:
@@ -210,7 +221,7 @@ class SQLiteWrite(SQLWrite):
         top = self.conn.execute("SELECT coalesce(max(id), 0) FROM terms").fetchone()[0]
         self.terms_top = top - self.inserted_terms
         fresh = missing
-        if not self.store.terms.holds_all(self.terms_top):
+        if not self.terms.holds_all(self.terms_top):
             found = SQLITE.rows_in(
                 self.conn, "SELECT term, id FROM terms WHERE term {keys}", [], missing
             )
