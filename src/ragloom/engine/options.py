@@ -8,8 +8,9 @@ from collections.abc import Sequence
 from dataclasses import fields
 from typing import Any
 
+from ragloom.config import SEARCH_SETTINGS
 from ragloom.errors import InputError, InvalidRequest
-from ragloom.retrieval.search import SEARCH_SETTINGS, SearchOptions
+from ragloom.retrieval.search import SearchOptions
 
 Requests = list[tuple[str, "str | None", SearchOptions]]  # (collection, label, options)
 

@@ -15,7 +15,7 @@ import shutil
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import BinaryIO
 
 from ragloom.errors import InputError
 from ragloom.operations.manifest import Manifest, copy_hashing, file_digest
@@ -26,13 +26,16 @@ from ragloom.operations.staging import (
     staging_name,
     sync_tree,
 )
+from ragloom.store.sqlite.store import SQLiteStore
 
 DATABASE = "index.db"
 SEGMENTS = "index.db-segments"
 Progress = Callable[[str, int, int], None]  # (what, done, total)
 
 
-def backup_sqlite(store: Any, folder: Path, on_progress: Progress | None = None) -> Manifest:
+def backup_sqlite(
+    store: SQLiteStore, folder: Path, on_progress: Progress | None = None
+) -> Manifest:
     """Copy the index `store` serves into `folder` (empty); returns the manifest written."""
     handles: dict[str, BinaryIO] = {}
     try:

@@ -26,16 +26,8 @@ from ragloom.retrieval.fusion import DEFAULT_FUSION, DEFAULT_NORMALIZATION
 from ragloom.retrieval.variants import MERGES
 
 MODES = ("lexical", "dense", "hybrid")
-# Settings a collection may give defaults for (`CollectionConfig.search`), and those of them
-# that belong to one fusion method (a search naming another method does not take them).
-SEARCH_SETTINGS = (
-    "fusion",
-    "rrf_k",
-    "weights",
-    "normalization",
-    "candidates",
-    "min_dense_similarity",
-)
+# The settings a collection may give defaults for (`CollectionConfig.search`) that belong to
+# one fusion method (a search naming another method does not take them).
 FUSION_SETTINGS = ("rrf_k", "weights", "normalization")
 EXPANSIONS = ("llm", "prf")
 

@@ -11,12 +11,6 @@ from ragloom.store.text import rebuild_text
 from ragloom.types import Document
 
 
-def export_collection(store: Any, name: str, batch: int = 200) -> Iterator[list[NewDocument]]:
-    """The collection's documents in batches, all read from one snapshot."""
-    with store.snapshot() as snap:
-        yield from export_rows(snap.conn, snap.rows[name].id, batch)
-
-
 def export_rows(
     conn: Any, collection_id: int, batch: int = 200, doc_ids: list[str] | None = None
 ) -> Iterator[list[NewDocument]]:

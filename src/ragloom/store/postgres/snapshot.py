@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import psycopg
@@ -15,6 +15,7 @@ from ragloom.config import CollectionConfig
 from ragloom.errors import NotFound
 from ragloom.store.base import CollectionReader, DenseQuery, LexicalQuery, Ranked
 from ragloom.store.postgres import legs, where
+from ragloom.store.postgres.hnsw import HnswBuilder
 from ragloom.store.records import CollectionInfo, StoredChunk, StoredDocument
 from ragloom.store.sql import POSTGRES, CollectionRow, SQLSnapshot
 from ragloom.store.text import text_hash
@@ -152,6 +153,17 @@ class PostgresCollection(CollectionReader):
         )
 
 
+class SnapshotSource(Protocol):
+    """What a snapshot reads of the store that opens it (`PostgresStore`): where it is, the
+    search path its transactions set, the filter values it caches per collection version,
+    and which collections have an HNSW index."""
+
+    location: str
+    path_sql: str
+    filter_values: dict[Any, list[tuple[str | None, ...]]]
+    indexer: HnswBuilder
+
+
 class PostgresSnapshot(SQLSnapshot):
     """An open REPEATABLE READ transaction on a reader connection."""
 
@@ -159,7 +171,7 @@ class PostgresSnapshot(SQLSnapshot):
 
     def __init__(
         self,
-        store: Any,
+        store: SnapshotSource,
         conn: psycopg.Connection,
         generation: int,
         rows: dict[str, PostgresCollectionRow],
@@ -173,7 +185,9 @@ class PostgresSnapshot(SQLSnapshot):
         self._readers: dict[str, PostgresCollection] = {}
 
     @classmethod
-    def begin(cls, store: Any, conn: psycopg.Connection, lead: str = "") -> PostgresSnapshot:
+    def begin(
+        cls, store: SnapshotSource, conn: psycopg.Connection, lead: str = ""
+    ) -> PostgresSnapshot:
         """Open the transaction and read the generation and collections: one round trip.
         `lead`, a statement run just before the transaction in the same round trip (a shard
         set's commit lock), leaves its first row in `led`."""

@@ -23,11 +23,15 @@ from ragloom.errors import ReadInterrupted, StorageError, StoreError
 from ragloom.store.base import Store
 from ragloom.store.postgres import replicas, vectors
 from ragloom.store.postgres import schema as schemas
+from ragloom.store.postgres.check import check_snapshot
 from ragloom.store.postgres.errors import from_psycopg
+from ragloom.store.postgres.export import export_rows
+from ragloom.store.postgres.hnsw import HnswBuilder
 from ragloom.store.postgres.snapshot import PostgresSnapshot
 from ragloom.store.postgres.url import Location, parse_location
 from ragloom.store.postgres.write import PostgresWrite
-from ragloom.store.records import CollectionInfo
+from ragloom.store.records import CollectionInfo, NewDocument
+from ragloom.store.rows import dimension_of
 
 CONNECT_TIMEOUT = 5  # seconds; the URL's connect_timeout wins
 PENDING = (
@@ -52,7 +56,7 @@ class PostgresStore(Store):
         self._writer: psycopg.Connection | None = None
         self._closed = False
         self.filter_values: dict[Any, list[tuple[str | None, ...]]] = {}
-        self.indexer: Any = None
+        self.indexer = HnswBuilder(self.where, read_only)
         self._vector_info: Any = None
         self.path_sql = f'SET LOCAL search_path TO "{self.schema}", public;'
         self.mark = replicas.WriteMark()  # this process's newest commit (read-your-writes)
@@ -67,9 +71,6 @@ class PostgresStore(Store):
                 if self.where.hosts < 2:
                     raise
                 self._check_reader()  # the primary is down: searches go on from replicas
-        from ragloom.store.postgres.hnsw import HnswBuilder
-
-        self.indexer = HnswBuilder(self)
 
     # -- connections ------------------------------------------------------------------
     def _connect(self, conninfo: str, autocommit: bool = False) -> psycopg.Connection:
@@ -169,8 +170,7 @@ class PostgresStore(Store):
         return conn
 
     def close(self) -> None:
-        if self.indexer is not None:
-            self.indexer.stop()
+        self.indexer.stop()
         with self._write_lock, self._conns_lock:
             self._closed = True
             for conn in self._conns:
@@ -294,7 +294,7 @@ class PostgresStore(Store):
             except psycopg.Error as exc:
                 self._rollback(conn)
                 raise from_psycopg(exc, self.location) from None
-            write = PostgresWrite(self, conn, generation)
+            write = PostgresWrite(self.indexer, conn, generation)
             try:
                 yield write
                 write.finish()
@@ -339,10 +339,9 @@ class PostgresStore(Store):
                 (collection.id,),
             ).fetchall()
 
-    def export(self, collection: str, batch: int = 200):
-        from ragloom.store.postgres.export import export_collection
-
-        return export_collection(self, collection, batch)
+    def export(self, collection: str, batch: int = 200) -> Iterator[list[NewDocument]]:
+        with self.snapshot() as snap:
+            yield from export_rows(snap.conn, snap.rows[collection].id, batch)
 
     def replication(self) -> list[dict[str, Any]] | None:
         """Each server of a multi-host URL with its role and replay lag (None: one host)."""
@@ -351,14 +350,18 @@ class PostgresStore(Store):
         return replicas.replication_status(self.where.read)
 
     def check(self) -> list[str]:
-        from ragloom.store.postgres.check import check_store
-
-        return check_store(self)
+        with self.snapshot() as snap:
+            return check_snapshot(snap)
 
     def maintain(self, wait: bool = True, on_step: Any = None) -> int:
         """Build the HNSW indexes that collections past the threshold still lack."""
         try:
-            self.indexer.run_now()
+            with self.snapshot() as snap:
+                grown = {
+                    row.id: (row.vectors, int(dimension_of(row.config) or 0))
+                    for row in snap.rows.values()
+                }
+            self.indexer.run_now(grown)
             return 0
         except psycopg.Error as exc:
             raise from_psycopg(exc, self.location) from None

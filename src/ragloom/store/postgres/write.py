@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import psycopg
 
-from ragloom.store.postgres.hnsw import index_name
+from ragloom.store.postgres.hnsw import HnswBuilder, index_name
 from ragloom.store.postgres.vectors import vector_text
 from ragloom.store.records import ChunkTerms, CollectionInfo, NewDocuments, WriteOutcome
 from ragloom.store.rows import (
@@ -36,8 +36,8 @@ class PostgresWrite(SQLWrite):
 
     dialect = POSTGRES
 
-    def __init__(self, store: Any, conn: psycopg.Connection, generation: int) -> None:
-        self.store = store
+    def __init__(self, indexer: HnswBuilder, conn: psycopg.Connection, generation: int) -> None:
+        self.indexer = indexer
         self.conn = conn
         self.generation = generation
         self.touched: set[int] = set()
@@ -259,7 +259,7 @@ class PostgresWrite(SQLWrite):
         dimension = dimension_of(old)
         if dimension:
             self.conn.execute(f'DROP INDEX IF EXISTS "{index_name(collection.id, dimension)}"')
-            self.store.indexer.forget(collection.id)
+            self.indexer.forget(collection.id)
         self.conn.execute(
             "UPDATE chunks SET embedding = NULL WHERE collection_id = %s AND embedding IS NOT NULL",
             (collection.id,),

@@ -27,6 +27,7 @@ from ragloom.store.postgres import legs
 from ragloom.store.postgres.snapshot import with_chunks
 from ragloom.store.records import CollectionInfo, StoredChunk, StoredDocument
 from ragloom.store.shards.cut import HeldLocks
+from ragloom.store.shards.fanout import Shards
 from ragloom.store.shards.placement import (
     by_shard,
     global_row,
@@ -176,7 +177,7 @@ class ShardedSnapshot(Snapshot):
 
     def __init__(
         self,
-        store: Any,
+        store: Shards,
         parts: dict[int, Any],
         missing: dict[int, str],
         locks: dict[int, psycopg.Connection] | None = None,

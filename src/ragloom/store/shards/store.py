@@ -26,8 +26,8 @@ from ragloom.errors import InputError, ReadInterrupted, ShardUnavailable, StoreE
 from ragloom.store.base import Store
 from ragloom.store.postgres import PostgresStore
 from ragloom.store.postgres.errors import from_psycopg
-from ragloom.store.records import CollectionInfo
-from ragloom.store.shards import commit
+from ragloom.store.records import CollectionInfo, NewDocument
+from ragloom.store.shards import commit, fanout
 from ragloom.store.shards.fanout import fan_out
 from ragloom.store.shards.snapshot import ShardedSnapshot
 from ragloom.store.shards.url import ShardSet, parse_shard_set
@@ -270,30 +270,20 @@ class ShardedStore(Store):
 
     # -- the rest of the seam ---------------------------------------------------------
     def pending(self, collection: CollectionInfo, limit: int) -> list[tuple[int, str | None, str]]:
-        from ragloom.store.shards.fanout import pending
-
-        return pending(self, collection, limit)
+        return fanout.pending(self, collection, limit)
 
     def chunk_texts(self, collection: CollectionInfo) -> list[tuple[int, str | None, str]]:
-        from ragloom.store.shards.fanout import chunk_texts
+        return fanout.chunk_texts(self, collection)
 
-        return chunk_texts(self, collection)
-
-    def export(self, collection: str, batch: int = 200):
-        from ragloom.store.shards.fanout import export
-
-        return export(self, collection, batch)
+    def export(self, collection: str, batch: int = 200) -> Iterator[list[NewDocument]]:
+        return fanout.export(self, collection, batch)
 
     def check(self) -> list[str]:
-        from ragloom.store.shards.fanout import check
-
-        return check(self)
+        return fanout.check(self)
 
     def shard_status(self) -> list[dict[str, Any]]:
         """Each shard: reachable or not, its documents and chunks, its replicas."""
-        from ragloom.store.shards.fanout import shard_status
-
-        return shard_status(self)
+        return fanout.shard_status(self)
 
     def maintain(self, wait: bool = True, on_step: Any = None) -> int:
         return sum(self.shard(i).maintain(wait, on_step) for i in range(self.count))

@@ -20,6 +20,7 @@ from ragloom.errors import ShardUnavailable, StoreError
 from ragloom.store.base import Write
 from ragloom.store.postgres import replicas
 from ragloom.store.postgres.errors import from_psycopg
+from ragloom.store.postgres.store import PostgresStore
 from ragloom.store.postgres.write import PostgresWrite
 from ragloom.store.records import (
     ChunkTerms,
@@ -29,7 +30,7 @@ from ragloom.store.records import (
     WriteOutcome,
 )
 from ragloom.store.shards import commit
-from ragloom.store.shards.fanout import fan_out
+from ragloom.store.shards.fanout import Shards, fan_out
 from ragloom.store.shards.placement import global_row, rows_by_shard, shard_of
 
 LOCK_TIMEOUT = "30s"  # a writer waiting this long for a shard's write lock gives up
@@ -49,7 +50,7 @@ def moving_from(layout: dict[str, int], count: int) -> int | None:
 @dataclass
 class Part:
     shard: int
-    store: Any  # PostgresStore
+    store: PostgresStore
     conn: psycopg.Connection
     write: PostgresWrite
 
@@ -57,7 +58,7 @@ class Part:
 class ShardedWrite(Write):
     """Operations inside one open write across shards."""
 
-    def __init__(self, store: Any) -> None:
+    def __init__(self, store: Shards) -> None:
         self.store = store
         self.parts: dict[int, Part] = {}
         self._held: list[Any] = []  # shard write locks held by this write
