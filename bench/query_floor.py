@@ -32,7 +32,7 @@ from scale_data import query_words  # noqa: E402
 from scale_qdrant import bm25_model, lexical_request  # noqa: E402
 
 from ragloom import Index  # noqa: E402
-from ragloom.engine.options import search_options  # noqa: E402
+from ragloom.engine.keywords import search_options  # noqa: E402
 from ragloom.store.base import LexicalQuery  # noqa: E402
 from ragloom.text import analyzer_for  # noqa: E402
 

@@ -28,7 +28,7 @@ from scale_qdrant import build_qdrant, serve_qdrant
 
 from ragloom import Document, Index
 from ragloom.engine.calibration import stale_collections
-from ragloom.engine.options import search_options
+from ragloom.engine.keywords import search_options
 
 BATCH = 10_000
 

@@ -1,4 +1,4 @@
-"""A hybrid search's legs side by side (`ragloom.retrieval.beside`: the lexical leg on a
+"""A hybrid search's legs side by side (`ragloom.engine.beside`: the lexical leg on a
 worker, the dense leg in the calling thread): where they run, that the worker never outlives
 its block, that results do not change, and how their time is reported."""
 
@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 import ragloom
+from ragloom.engine import beside as beside_module
 from ragloom.engine import legs as legs_module
+from ragloom.engine.beside import WORKERS, Beside
 from ragloom.errors import EmbeddingError
-from ragloom.retrieval import beside as beside_module
-from ragloom.retrieval.beside import WORKERS, Beside
 from ragloom.timing import StageTimer, timed
 
 from .embed_server import EmbedServer

@@ -13,7 +13,7 @@ from ragloom.retrieval.controls import (
     maximal_marginal_relevance,
 )
 from ragloom.retrieval.pipeline import Candidate
-from ragloom.retrieval.search import SearchOptions, parse_diversity
+from ragloom.retrieval.search_options import SearchOptions, parse_diversity
 
 META = {
     1: {"chapter_num": 9, "scholar_id": "calvin", "tradition": "reformed"},

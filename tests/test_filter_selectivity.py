@@ -18,7 +18,7 @@ from ragloom.retrieval.pipeline import (
     drop_weak_dense_only,
     leg_candidates,
 )
-from ragloom.retrieval.search import SearchOptions
+from ragloom.retrieval.search_options import SearchOptions
 
 from .conftest import shared_dataset
 from .embed_server import EmbedServer

@@ -13,7 +13,7 @@ from ragloom.embedding import floors
 from ragloom.embedding.floors import dense_floor_of, floor_for, model_floor
 from ragloom.embedding.local import LocalEmbedder
 from ragloom.retrieval.ranking import LegAnswers, plan_legs, rank_answers
-from ragloom.retrieval.search import SearchOptions
+from ragloom.retrieval.search_options import SearchOptions
 
 LEXICAL_ROWS = np.array([1, 2], np.int64)
 DENSE_ROWS = np.array([3, 4, 5, 1], np.int64)

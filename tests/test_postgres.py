@@ -21,12 +21,12 @@ from hypothesis import strategies as st
 from ragloom import Document, Index
 from ragloom.errors import StoreError
 from ragloom.filters import compile_filter, parse_filter
-from ragloom.server.launch import ServerProcess
 from ragloom.store.base import DenseQuery
 from ragloom.store.migrate import migrate
 from ragloom.store.open import open_store
 from ragloom.store.postgres import where
 from ragloom.store.records import NewChunk, NewDocument
+from tests.server_launch import ServerProcess
 
 from .conftest import drop_schema
 from .test_columns import filters, metadata

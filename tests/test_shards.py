@@ -15,7 +15,7 @@ from ragloom import Document, Index
 from ragloom.errors import InputError
 from ragloom.filters import parse_filter
 from ragloom.lexical import BM25Params
-from ragloom.retrieval.search import SearchOptions
+from ragloom.retrieval.search_options import SearchOptions
 from ragloom.store.base import DenseQuery, LexicalQuery
 from ragloom.store.open import open_store
 from ragloom.store.records import NewChunk, NewDocument

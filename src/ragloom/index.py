@@ -14,18 +14,17 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from ragloom import topn
 from ragloom.config import CollectionConfig
 from ragloom.context import GROUNDING_INSTRUCTION, PackedContext
-from ragloom.dense import dots
+from ragloom.dense import dots, topn
 from ragloom.embedding import Embedder
 from ragloom.engine.calibration import calibrate
 from ragloom.engine.collections import configure, index_stats
 from ragloom.engine.documents import embedding_text
 from ragloom.engine.embedders import Embedders
 from ragloom.engine.ingest import IndexReport, Ingest
+from ragloom.engine.keywords import collection_requests, search_options
 from ragloom.engine.legs import DEFAULT_COLLECTION
-from ragloom.engine.options import collection_requests, search_options
 from ragloom.engine.reading import IndexReading
 from ragloom.engine.refresh import FusionProfiles
 from ragloom.engine.searching import Searcher
@@ -35,7 +34,7 @@ from ragloom.errors import InputError, NotFound
 from ragloom.lexical import BM25Params, kernels
 from ragloom.loading import JsonlFields, ReadPolicy, StopSignal, index_files
 from ragloom.retrieval.ranking import Ranking
-from ragloom.retrieval.search import SearchOptions
+from ragloom.retrieval.search_options import SearchOptions
 from ragloom.store import StoredDocument
 from ragloom.store.base import Snapshot
 from ragloom.store.open import open_store

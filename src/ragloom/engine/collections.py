@@ -9,7 +9,7 @@ from ragloom.config import CollectionConfig
 from ragloom.engine.documents import check_collection_name
 from ragloom.engine.ingest import Ingest
 from ragloom.errors import InputError
-from ragloom.retrieval.search import SearchOptions
+from ragloom.retrieval.search_options import SearchOptions
 from ragloom.store.base import Store
 
 

@@ -10,7 +10,7 @@ from typing import Any
 from ragloom.context import count_tokens
 from ragloom.retrieval.fusion import effective_weights
 from ragloom.retrieval.pipeline import Candidate
-from ragloom.retrieval.search import SearchOptions
+from ragloom.retrieval.search_options import SearchOptions
 from ragloom.store.base import Snapshot
 from ragloom.store.records import StoredChunk
 from ragloom.text import Tokenizer, analyzer_for

@@ -32,8 +32,8 @@ from ragloom.enrich import Enricher, enrich_span, enrichers_fingerprint
 from ragloom.errors import EmbeddingError, EmbeddingMismatch, InputError, NotFound, worded
 from ragloom.loading.run import FileFailure, FileRun, batches
 from ragloom.store.base import Store
+from ragloom.store.document_text import text_hash
 from ragloom.store.records import CollectionInfo, NewChunk, NewDocument
-from ragloom.store.text import text_hash
 from ragloom.text import analyzer_for
 from ragloom.types import Document
 

@@ -16,6 +16,7 @@ import numpy as np
 
 from ragloom.embedding import Embedder
 from ragloom.embedding.floors import dense_floor_of
+from ragloom.engine.beside import Beside
 from ragloom.engine.embedders import Embedders, QueryVectors
 from ragloom.engine.services import SearchServices
 from ragloom.errors import EmbeddingError, FilterTypeMismatch, NotFound, ShardUnavailable
@@ -23,7 +24,6 @@ from ragloom.expansion.rm3 import rm3_query
 from ragloom.filters import COMPARISONS, FilterNode, leaves, mistyped
 from ragloom.lexical import BM25Params, bm25_ceiling, bm25_idf
 from ragloom.retrieval.adaptive import Ranked
-from ragloom.retrieval.beside import Beside
 from ragloom.retrieval.ranking import (
     LegAnswers,
     LegPlan,
@@ -34,7 +34,7 @@ from ragloom.retrieval.ranking import (
     rank_answers,
     tie_depth,
 )
-from ragloom.retrieval.search import SearchOptions
+from ragloom.retrieval.search_options import SearchOptions
 from ragloom.store.base import CollectionReader, DenseQuery, LexicalQuery, Snapshot
 from ragloom.text import Tokenizer, analyzer_for
 from ragloom.timing import timed
@@ -222,7 +222,7 @@ def feedback_search(legs: Legs, terms: list[str], depth: int, options: SearchOpt
 
 
 def runs_beside(legs: Legs, text: str, options: SearchOptions) -> bool:
-    """Whether a hybrid search's legs are worth a second core (`ragloom.retrieval.beside`:
+    """Whether a hybrid search's legs are worth a second core (`ragloom.engine.beside`:
     the lexical leg there): a query a service must embed (the lexical leg scores while it
     answers), or a vector at hand searched among at least `BESIDE_ELIGIBLE` chunks. A local
     model embedding the query uses every core itself, and a filter leaving fewer chunks

@@ -8,8 +8,8 @@ from typing import Any
 
 from ragloom.context import GROUNDING_INSTRUCTION, PackedContext
 from ragloom.engine.embedders import Embedders, QueryVectors
+from ragloom.engine.keywords import collection_requests, search_options
 from ragloom.engine.legs import DEFAULT_COLLECTION
-from ragloom.engine.options import collection_requests, search_options
 from ragloom.engine.searching import Searcher, check_query
 from ragloom.store.base import Snapshot
 from ragloom.types import Hit, MultiSearchResult, SearchResult

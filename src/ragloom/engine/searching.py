@@ -24,7 +24,7 @@ from ragloom.engine.services import SearchServices, search_services
 from ragloom.engine.steps import FlowResult, search_flow
 from ragloom.errors import InputError, ReadInterrupted
 from ragloom.retrieval.ranking import Ranking
-from ragloom.retrieval.search import SearchOptions
+from ragloom.retrieval.search_options import SearchOptions
 from ragloom.store.base import Snapshot, Store
 from ragloom.timing import StageTimer
 from ragloom.types import Hit, MultiSearchResult, SearchGroup, SearchResult

@@ -33,7 +33,7 @@ from ragloom.retrieval.hops import HopTrace, follow_up, new_in_hop
 from ragloom.retrieval.pipeline import Candidate, ordered
 from ragloom.retrieval.ranking import Ranking, refine
 from ragloom.retrieval.rerank import passage_text, rerank_candidates
-from ragloom.retrieval.search import SearchOptions
+from ragloom.retrieval.search_options import SearchOptions
 from ragloom.retrieval.variants import merge_variants
 from ragloom.timing import timed
 

@@ -14,7 +14,7 @@ from ragloom.embedding import Embedder
 from ragloom.evaluation.beir import BeirDataset, load_beir
 from ragloom.evaluation.metrics import evaluate_run
 from ragloom.index import Index
-from ragloom.retrieval.search import SearchOptions
+from ragloom.retrieval.search_options import SearchOptions
 
 EVAL_COLLECTION = "eval"
 
@@ -86,7 +86,7 @@ def rank_documents(
     """Top `depth` document ids for a query: chunk hits folded to their best-scoring document.
 
     `index` is the index to search, or any function ranking chunk rows for (query, options)
-    (the cached legs of `ragloom.evaluation.legs`).
+    (the cached legs of `ragloom.evaluation.leg_cache`).
     """
     rank_rows = index_ranker(index) if isinstance(index, Index) else index
     fetch = depth + 1

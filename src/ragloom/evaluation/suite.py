@@ -1,7 +1,7 @@
 """Every mode and fusion method scored in one run, from one embedded index.
 
 `run_suite` builds (or reuses) the index once, fetches each query's legs once
-(`ragloom.evaluation.legs`), then scores each setting on them. nDCG@10 and MRR@10 are
+(`ragloom.evaluation.leg_cache`), then scores each setting on them. nDCG@10 and MRR@10 are
 scored on the ten hits a `top_k=10` search returns (each leg fetching its `candidates`, as
 an application's search does), Recall@100 on a `top_k=100` search.
 """
@@ -18,14 +18,14 @@ from ragloom.config import CollectionConfig
 from ragloom.embedding import Embedder
 from ragloom.errors import InputError
 from ragloom.evaluation.beir import BeirDataset, load_beir
-from ragloom.evaluation.legs import LegCache
+from ragloom.evaluation.leg_cache import LegCache
 from ragloom.evaluation.metrics import per_query
 from ragloom.evaluation.prepare import prepared_index
 from ragloom.evaluation.runner import EVAL_COLLECTION, rank_documents, whole_document_config
 from ragloom.retrieval.adaptive import ADAPTIVE
 from ragloom.retrieval.fusion import effective_weights
 from ragloom.retrieval.pipeline import DENSE, LEXICAL
-from ragloom.retrieval.search import MODES, SearchOptions
+from ragloom.retrieval.search_options import MODES, SearchOptions
 
 METRICS = ("ndcg@10", "recall@100", "mrr@10")
 SWEEP_WEIGHTS = tuple(round(0.1 * i, 1) for i in range(11))  # the dense leg's share

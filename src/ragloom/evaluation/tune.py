@@ -20,7 +20,7 @@ from typing import Any
 from ragloom.errors import InputError
 from ragloom.evaluation.beir import BeirDataset
 from ragloom.evaluation.suite import Scorer, Setting, fusion_name
-from ragloom.retrieval.search import SearchOptions
+from ragloom.retrieval.search_options import SearchOptions
 
 DENSE_WEIGHTS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
 RRF_KS = (1.0, 5.0, 10.0, 20.0, 40.0, 60.0, 100.0, 200.0)

@@ -3,7 +3,7 @@ search runs and how deep (`plan_legs`), how far a leg cut at top k is fetched to
 tie at the cut (`tie_depth`), the one composition of their answers, both fused or one alone
 (`rank_answers`), then the controls and the top k (`refine`). The engine runs the legs in a
 snapshot (`ragloom.engine.legs`), evaluation answers from the lists it fetched once
-(`ragloom.evaluation.legs`), and both rank what they get here, so a setting scores what a
+(`ragloom.evaluation.leg_cache`), and both rank what they get here, so a setting scores what a
 search with it returns."""
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from ragloom.retrieval.pipeline import (
     head_of,
     tie_score,
 )
-from ragloom.retrieval.search import SearchOptions
+from ragloom.retrieval.search_options import SearchOptions
 from ragloom.timing import timed
 
 

@@ -13,7 +13,7 @@ import numpy as np
 
 from ragloom.segments.build import csr
 from ragloom.segments.columns import MetadataColumns
-from ragloom.segments.policy import plan_merge
+from ragloom.segments.merge_policy import plan_merge
 from ragloom.segments.segment import Segment
 from ragloom.segments.view import CollectionView, Part
 

@@ -4,7 +4,7 @@ A `CollectionView` never changes. A write produces a new view that shares every 
 segment with the old one, so a search holding a view keeps reading exactly that version
 while writers move on. Statistics (N, average length, document frequencies) are computed
 from the live chunks of the view, so BM25 scores equal those of a fresh build. The legs
-that search a view are `ragloom.lexical.views` and `ragloom.dense.views`.
+that search a view are `ragloom.lexical.bm25_search` and `ragloom.dense.cosine_search`.
 """
 
 from __future__ import annotations

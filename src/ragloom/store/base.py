@@ -179,7 +179,7 @@ class Snapshot(ABC):
         self, collection: CollectionInfo, doc_ids: Sequence[str], wanted: set[bytes]
     ) -> dict[bytes, np.ndarray]:
         """Vectors of the live chunks of `doc_ids` whose embedding text hashes to one of
-        `wanted` (`ragloom.store.text.text_hash`), by that hash."""
+        `wanted` (`ragloom.store.document_text.text_hash`), by that hash."""
         raise NotImplementedError
 
     def cached_vectors(self, model: str, hashes: Sequence[bytes]) -> dict[bytes, np.ndarray]:

@@ -16,9 +16,9 @@ import numpy as np
 
 from ragloom.errors import NotFound
 from ragloom.store.base import Snapshot, Write
+from ragloom.store.document_text import rebuild_text
 from ragloom.store.records import CollectionInfo
 from ragloom.store.rows import VECTOR_CACHE_LIMIT, parse_config
-from ragloom.store.text import rebuild_text
 
 SLICE = 500  # values per SQLite `IN (...)` list, under its parameter limit
 

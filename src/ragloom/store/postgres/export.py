@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from ragloom.store.document_text import rebuild_text
 from ragloom.store.records import NewChunk, NewDocument
-from ragloom.store.text import rebuild_text
 from ragloom.types import Document
 
 

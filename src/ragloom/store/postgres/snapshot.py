@@ -14,11 +14,11 @@ from psycopg import sql
 from ragloom.config import CollectionConfig
 from ragloom.errors import NotFound
 from ragloom.store.base import CollectionReader, DenseQuery, LexicalQuery, Ranked
-from ragloom.store.postgres import legs, where
+from ragloom.store.document_text import text_hash
+from ragloom.store.postgres import leg_sql, where
 from ragloom.store.postgres.hnsw import HnswBuilder
 from ragloom.store.records import CollectionInfo, StoredChunk, StoredDocument
 from ragloom.store.sql import POSTGRES, CollectionRow, SQLSnapshot
-from ragloom.store.text import text_hash
 
 
 @dataclass(frozen=True)
@@ -78,13 +78,13 @@ class PostgresCollection(CollectionReader):
         return self.snapshot.conn
 
     def lexical(self, query: LexicalQuery, k: int) -> Ranked:
-        return legs.lexical(self, query.terms, k, query.params, query.where, query.weights)
+        return leg_sql.lexical(self, query.terms, k, query.params, query.where, query.weights)
 
     def document_frequencies(self, terms: Sequence[str]) -> tuple[dict[str, int], int]:
-        return legs.document_frequencies(self, terms)
+        return leg_sql.document_frequencies(self, terms)
 
     def dense(self, query: DenseQuery, k: int) -> Ranked:
-        return legs.dense(self, query.vector, k, query.where)
+        return leg_sql.dense(self, query.vector, k, query.where)
 
     def metadata(self, rows: Sequence[int]) -> dict[int, dict[str, Any]]:
         if not len(rows):

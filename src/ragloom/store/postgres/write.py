@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import psycopg
 
+from ragloom.store.document_text import text_hash
 from ragloom.store.postgres.hnsw import HnswBuilder, index_name
 from ragloom.store.postgres.vectors import vector_text
 from ragloom.store.records import ChunkTerms, CollectionInfo, NewDocuments, WriteOutcome
@@ -28,7 +29,6 @@ from ragloom.store.rows import (
     to_json,
 )
 from ragloom.store.sql import POSTGRES, SQLWrite
-from ragloom.store.text import text_hash
 
 
 class PostgresWrite(SQLWrite):

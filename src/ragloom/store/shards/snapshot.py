@@ -3,7 +3,7 @@
 BM25 uses the statistics of the whole set: live chunks, total length and each query term's
 document frequency are summed over the shards, the idf and average length computed from the
 sums exactly as one server computes them from its own, and each shard scores its chunks with
-those numbers (`ragloom.store.postgres.legs.scored`). A chunk's score needs only its own
+those numbers (`ragloom.store.postgres.leg_sql.scored`). A chunk's score needs only its own
 postings and these numbers, so it is the same float one server would give it; the set's top
 k is the merge of each shard's top k. Dense search runs on each shard's own HNSW index, the
 candidates merged by score. Filters go to every shard as SQL. Shards run in parallel.
@@ -23,7 +23,7 @@ from ragloom.errors import NotFound
 from ragloom.filters import FilterNode
 from ragloom.lexical.bm25 import BM25Params, bm25_idf
 from ragloom.store.base import CollectionReader, DenseQuery, LexicalQuery, Ranked, Snapshot
-from ragloom.store.postgres import legs
+from ragloom.store.postgres import leg_sql
 from ragloom.store.postgres.snapshot import with_chunks
 from ragloom.store.records import CollectionInfo, StoredChunk, StoredDocument
 from ragloom.store.shards.cut import HeldLocks
@@ -72,7 +72,7 @@ class ShardedCollection(CollectionReader):
         empty = (np.zeros(0, np.int64), np.zeros(0, np.float64))
         if k <= 0 or not terms or not self.chunks:
             return empty
-        counts = legs.query_counts(terms, term_weights)
+        counts = leg_sql.query_counts(terms, term_weights)
         frequencies = self.frequencies(list(counts))
         if not frequencies:
             return empty
@@ -83,9 +83,9 @@ class ShardedCollection(CollectionReader):
         def score(i: int, reader: Any) -> tuple[np.ndarray, np.ndarray]:
             if not reader.row.chunks:
                 return empty
-            query = legs.scored_query(reader, names, weights, avgdl, k, params, where)
+            query = leg_sql.scored_query(reader, names, weights, avgdl, k, params, where)
             if k > WITH_CHUNKS:
-                rows, scores = legs.scored(reader, query)
+                rows, scores = leg_sql.scored(reader, query)
                 return global_rows(rows, i), scores
             return self.snapshot.keep(i, with_chunks(reader.conn, *query))
 
@@ -98,7 +98,7 @@ class ShardedCollection(CollectionReader):
         asked = [t for t in dict.fromkeys(terms) if t not in known]
         if asked:
             found = dict.fromkeys(asked, 0)
-            work = self.snapshot.each(lambda i, r: legs.term_frequencies(r, asked), self.readers)
+            work = self.snapshot.each(lambda i, r: leg_sql.term_frequencies(r, asked), self.readers)
             for part in work.values():
                 for term, df in part.items():
                     found[term] += df
@@ -110,7 +110,7 @@ class ShardedCollection(CollectionReader):
 
     def dense(self, query: DenseQuery, k: int) -> Ranked:
         def search(i: int, reader: Any) -> tuple[np.ndarray, np.ndarray]:
-            rows, scores = legs.dense(reader, query.vector, k, query.where)
+            rows, scores = leg_sql.dense(reader, query.vector, k, query.where)
             return global_rows(rows, i), scores
 
         rows, scores = merge_top(list(self.snapshot.each(search, self.readers).values()), k)

@@ -15,8 +15,8 @@ import numpy as np
 
 from ragloom.segments.postings import Postings
 from ragloom.segments.view import CollectionView
+from ragloom.store.document_text import stitch
 from ragloom.store.sqlite.snapshot import SQLiteSnapshot
-from ragloom.store.text import stitch
 
 
 def check_snapshot(snap: SQLiteSnapshot) -> list[str]:

@@ -26,7 +26,7 @@ from ragloom.store.records import CollectionInfo
 from ragloom.store.sqlite import connect as connecting
 from ragloom.store.sqlite.errors import from_sqlite
 from ragloom.store.sqlite.snapshot import SQLiteSnapshot
-from ragloom.store.sqlite.views import SQLiteCollectionRow, ViewHistory, read_collections
+from ragloom.store.sqlite.view_history import SQLiteCollectionRow, ViewHistory, read_collections
 from ragloom.store.sqlite.vocabulary import NumberedTerms, TermCache
 from ragloom.store.sqlite.write import SQLiteWrite
 

@@ -8,10 +8,10 @@ import json
 from collections.abc import Iterator
 
 from ragloom.segments.postings import Postings
+from ragloom.store.document_text import rebuild_text
 from ragloom.store.records import NewChunk, NewDocument
 from ragloom.store.sql import SQLITE
 from ragloom.store.sqlite.snapshot import SQLiteSnapshot
-from ragloom.store.text import rebuild_text
 from ragloom.types import Document
 
 

@@ -44,7 +44,7 @@ from ragloom.segments.view import CollectionView
 from ragloom.store.sqlite.cleanup import clean_files
 from ragloom.store.sqlite.database import SQLiteDatabase
 from ragloom.store.sqlite.errors import from_os
-from ragloom.store.sqlite.views import read_collections
+from ragloom.store.sqlite.view_history import read_collections
 
 log = logging.getLogger("ragloom.store")
 

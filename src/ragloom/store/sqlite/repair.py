@@ -14,7 +14,7 @@ from ragloom.dense.graph import attach_graph
 from ragloom.segments.persist import load_segment
 from ragloom.store.sqlite.database import SQLiteDatabase
 from ragloom.store.sqlite.maintenance import Maintenance
-from ragloom.store.sqlite.views import SQLiteCollectionRow, read_collections
+from ragloom.store.sqlite.view_history import SQLiteCollectionRow, read_collections
 
 
 def repair_store(store: SQLiteDatabase, maintenance: Maintenance) -> list[str]:

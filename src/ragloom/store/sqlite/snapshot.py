@@ -10,18 +10,18 @@ from typing import Any
 
 import numpy as np
 
-from ragloom.dense import views as dense_views
+from ragloom.dense import cosine_search
 from ragloom.errors import NotFound
 from ragloom.filters import FilterNode
-from ragloom.lexical import views as lexical_views
+from ragloom.lexical import bm25_search
 from ragloom.segments.view import CollectionView
 from ragloom.store.base import CollectionReader, DenseQuery, LexicalQuery, Ranked
+from ragloom.store.document_text import text_hash
 from ragloom.store.records import CollectionInfo, StoredChunk, StoredDocument
 from ragloom.store.rows import from_json
 from ragloom.store.sql import SQLITE, SQLSnapshot
-from ragloom.store.sqlite.views import SQLiteCollectionRow, ViewHistory, vocabulary_size
+from ragloom.store.sqlite.view_history import SQLiteCollectionRow, ViewHistory, vocabulary_size
 from ragloom.store.sqlite.vocabulary import TermCache
-from ragloom.store.text import text_hash
 
 
 class SQLiteCollection(CollectionReader):
@@ -39,13 +39,13 @@ class SQLiteCollection(CollectionReader):
     def lexical(self, query: LexicalQuery, k: int) -> Ranked:
         if query.weights is None:
             ids = self.snapshot.term_ids(query.terms)
-            return lexical_views.search_view(
+            return bm25_search.search_view(
                 self.view, ids, k, query.params, query.where, query.where_key
             )
         vocab = self.snapshot.term_id_map(query.terms)
         known = [(vocab[t], w) for t, w in zip(query.terms, query.weights) if t in vocab]
         ids, weights = [i for i, _ in known], [w for _, w in known]
-        return lexical_views.search_view(
+        return bm25_search.search_view(
             self.view, ids, k, query.params, query.where, query.where_key, weights
         )
 
@@ -54,7 +54,7 @@ class SQLiteCollection(CollectionReader):
         return {t: self.view.df(i) for t, i in vocab.items()}, self.view.n_live
 
     def dense(self, query: DenseQuery, k: int) -> Ranked:
-        return dense_views.search_view(self.view, query.vector, k, query.where, query.where_key)
+        return cosine_search.search_view(self.view, query.vector, k, query.where, query.where_key)
 
     def eligible_count(self, where: FilterNode, where_key: str | None) -> int | None:
         # (each part's mask and count are remembered: the legs read the same ones after)

@@ -1,7 +1,7 @@
 """The embedded store: one SQLite file (WAL) plus segment files beside it
 (`ragloom.store.sqlite.database`: connections, snapshots, writes, views kept in step), with
 the work a writing process does in the background (`ragloom.store.sqlite.maintenance`), the
-upgrade of an older file at open (`migrate`), and check, repair and export."""
+upgrade of an older file at open (`upgrade`), and check, repair and export."""
 
 from __future__ import annotations
 
@@ -20,8 +20,8 @@ from ragloom.store.sqlite.check import check_snapshot
 from ragloom.store.sqlite.database import SQLiteDatabase
 from ragloom.store.sqlite.export import export_collection
 from ragloom.store.sqlite.maintenance import Maintenance
-from ragloom.store.sqlite.migrate import migrate
 from ragloom.store.sqlite.repair import repair_store
+from ragloom.store.sqlite.upgrade import upgrade
 from ragloom.store.sqlite.write import SQLiteWrite
 
 
@@ -37,7 +37,7 @@ class SQLiteStore(SQLiteDatabase, Store):
                     f"{self.path} uses an older index format (schema {self.schema_version})",
                     "open it once where it can be written to upgrade it",
                 )
-            migrate(self)
+            upgrade(self)
         self.maintenance: Maintenance | None = None
         if not self.read_only:
             self.maintenance = Maintenance(self)

@@ -19,6 +19,7 @@ import numpy as np
 from ragloom.segments.build import segment_from
 from ragloom.segments.postings import count_ids, encode_flat
 from ragloom.segments.segment import Segment
+from ragloom.store.document_text import text_hash
 from ragloom.store.records import ChunkTerms, CollectionInfo, NewDocuments, WriteOutcome
 from ragloom.store.rows import (
     checked_vectors,
@@ -28,9 +29,8 @@ from ragloom.store.rows import (
     to_json,
 )
 from ragloom.store.sql import SQLITE, SQLWrite, sliced
-from ragloom.store.sqlite.views import ViewHistory
+from ragloom.store.sqlite.view_history import ViewHistory
 from ragloom.store.sqlite.vocabulary import NumberedTerms, TermCache
-from ragloom.store.text import text_hash
 from ragloom.text.numbering import TermNumbers
 
 

@@ -10,9 +10,9 @@ from typing import Any
 import numpy as np
 
 from ragloom.dense.dots import row_dots
+from ragloom.dense.topn import best_of
 from ragloom.filters import FilterNode
 from ragloom.segments.view import CollectionView, Part
-from ragloom.topn import best_of
 
 _NO_DOCS = np.zeros(0, np.int64)
 EXACT_BELOW = 30_000  # eligible vectors scanned exactly rather than through the graph

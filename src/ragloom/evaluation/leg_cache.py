@@ -26,7 +26,7 @@ from ragloom.retrieval.ranking import (
     refine,
     tie_depth,
 )
-from ragloom.retrieval.search import SearchOptions
+from ragloom.retrieval.search_options import SearchOptions
 
 DEPTH = 200  # rows fetched per leg and query: covers candidates up to 200 and recall@100
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from ragloom.config import SEARCH_SETTINGS
 from ragloom.errors import InputError, InvalidRequest
-from ragloom.retrieval.search import SearchOptions
+from ragloom.retrieval.search_options import SearchOptions
 
 Requests = list[tuple[str, "str | None", SearchOptions]]  # (collection, label, options)
 
