@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from ragloom.segments.files import fsync_folder
 from ragloom.segments.merge_file import Cancelled
 from ragloom.segments.segment import Segment
 
@@ -96,6 +97,7 @@ class AnnIndex:
         with open(tmp, "rb") as handle:
             os.fsync(handle.fileno())
         os.replace(tmp, path)
+        fsync_folder(path.parent)  # the rename, too, survives a crash
         return cls.load(path)
 
     @classmethod

@@ -68,17 +68,6 @@ def needs_profile(config: CollectionConfig, chunks: int) -> bool:
     return then == 0 or abs(chunks - then) / then >= RECALIBRATE
 
 
-def stale_collections(store: Store) -> list[str]:
-    """Collections whose profile is missing or stale (cheap: configs and sizes only)."""
-    with store.snapshot() as snap:
-        names = sorted(snap.collections())
-        return [
-            name
-            for name in names
-            if needs_profile((reader := snap.collection(name)).config, reader.size())
-        ]
-
-
 def _stable_keys(reader: CollectionReader) -> dict[int, str]:
     """Row -> "document id#position of the chunk in its document" (the same on every store)."""
     by_document: dict[str, list[int]] = defaultdict(list)

@@ -19,13 +19,8 @@ from typing import BinaryIO
 
 from ragloom.errors import InputError
 from ragloom.operations.manifest import Manifest, copy_hashing, file_digest
-from ragloom.operations.staging import (
-    fsync_folder,
-    remove_path,
-    remove_stale,
-    staging_name,
-    sync_tree,
-)
+from ragloom.operations.staging import remove_path, remove_stale, staging_name, sync_tree
+from ragloom.segments.files import fsync_folder
 from ragloom.store.sqlite.store import SQLiteStore
 
 DATABASE = "index.db"

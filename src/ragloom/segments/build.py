@@ -12,7 +12,6 @@ from typing import Any
 import numpy as np
 
 from ragloom.segments.columns import MetadataColumns
-from ragloom.segments.postings import Postings
 from ragloom.segments.segment import BLOCK, Segment
 
 
@@ -55,26 +54,6 @@ def csr(
         "block_max_tf": max_tf,
         "block_min_len": min_len,
     }
-
-
-def build_segment(
-    rows: Sequence[int] | np.ndarray,
-    postings: Sequence[Postings],
-    metadatas: Sequence[dict[str, Any]],
-    vectors: np.ndarray | None = None,
-    has_vector: np.ndarray | None = None,
-    vector_epoch: int = 0,
-) -> Segment:
-    """A segment from chunks given in ascending row order."""
-    counts = np.fromiter((len(p.term_ids) for p in postings), np.int64, len(postings))
-    if len(postings):
-        terms = np.concatenate([p.term_ids for p in postings]).astype(np.uint32)
-        tfs = np.concatenate([p.tfs for p in postings]).astype(np.uint32)
-    else:
-        terms, tfs = np.zeros(0, np.uint32), np.zeros(0, np.uint32)
-    return build_segment_flat(
-        rows, terms, tfs, counts, metadatas, vectors, has_vector, vector_epoch
-    )
 
 
 def build_segment_flat(
