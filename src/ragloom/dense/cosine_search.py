@@ -56,7 +56,7 @@ def search_part(
     eligible: np.ndarray | None,
     epoch: int,
     key: Any = None,
-):
+) -> tuple[np.ndarray, np.ndarray]:
     """(chunk numbers, cosine) holding a part's top k among its live chunks with a vector:
     through the segment's graph when it has one and the filter leaves many chunks, else
     exactly. A pool of up to `FEW_SCORED` is returned whole (the view orders every part's

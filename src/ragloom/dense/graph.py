@@ -59,7 +59,7 @@ def ann_path(segment_path: Path) -> Path:
 class AnnIndex:
     """A faiss HNSW index whose ids are a segment's chunk numbers."""
 
-    def __init__(self, index: object, n: int) -> None:
+    def __init__(self, index: Any, n: int) -> None:  # a faiss.IndexHNSWSQ
         self.index = index
         self.n = n
         # (ef, id of the kept bitmap or None) -> (the bitmap, faiss's selector and search
@@ -82,8 +82,11 @@ class AnnIndex:
 
         faiss.omp_set_num_threads(threads)
         n, dimension = vectors.shape
-        index = faiss.IndexHNSWSQ(
-            dimension, faiss.ScalarQuantizer.QT_8bit, M, faiss.METRIC_INNER_PRODUCT
+        index = faiss.IndexHNSWSQ(  # faiss's stubs lack this overload
+            dimension,
+            faiss.ScalarQuantizer.QT_8bit,  # type: ignore[arg-type]
+            M,
+            faiss.METRIC_INNER_PRODUCT,
         )
         index.hnsw.efConstruction = EF_CONSTRUCTION
         step = max(1, n // TRAIN)
@@ -146,7 +149,7 @@ class AnnIndex:
         parameters point to the selector and the selector to the bitmap in C++ only."""
         import faiss
 
-        params = faiss.SearchParametersHNSW()
+        params = faiss.SearchParametersHNSW()  # type: ignore[attr-defined]  # (not in faiss's stubs)
         params.efSearch = ef
         selector = None
         if packed is not None:

@@ -35,7 +35,7 @@ from ragloom.store.base import Store
 from ragloom.store.document_text import text_hash
 from ragloom.store.records import CollectionInfo, NewChunk, NewDocument
 from ragloom.text import analyzer_for
-from ragloom.types import Document
+from ragloom.types import ChunkSpan, Document
 
 WRITE_BATCH = 512  # documents per write transaction when chunks are embedded
 LEXICAL_WRITE_BATCH = 2048  # without embedding: fewer, larger transactions
@@ -234,7 +234,9 @@ class Ingest:
         report.chunks += outcome.chunks
 
     @staticmethod
-    def _prepare(doc, policy: ChunkPolicy, enrichers, report):
+    def _prepare(
+        doc: Document, policy: ChunkPolicy, enrichers: Sequence[Enricher], report: IndexReport
+    ) -> tuple[Document, list[ChunkSpan]]:
         """Chunk and enrich one document: (document, [spans]). Fragments dropped by
         min_chars are counted in `report`."""
         spans, fragments = split_document(doc.text, policy, doc.source, doc.title)

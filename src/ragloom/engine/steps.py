@@ -161,7 +161,7 @@ def hops(
     the LLM's follow-up query's), accumulated in the order found, each marked with its hop,
     until the LLM says they suffice, a round brings nothing new, or the hop limit."""
     options = replace(legs.options, rerank=False)
-    trace, found, tried = HopTrace(), {}, [question]
+    trace, found, tried = HopTrace(), dict[int, Candidate](), [question]
     text, hits = question, refined(legs, first, options)
     for hop in range(1, options.hops + 1):
         if hop > 1:

@@ -91,7 +91,9 @@ def _opened(source: str | Path | Store | Any) -> Iterator[Store]:
     if isinstance(given, Store):
         yield given
         return
-    store = open_store(source, create=False, read_only=True)
+    if not isinstance(given, (str, Path)):
+        raise InputError(f"cannot back up {given!r}", "give a path, a URL, an Index or a store")
+    store = open_store(given, create=False, read_only=True)
     try:
         yield store
     finally:

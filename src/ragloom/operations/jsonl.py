@@ -61,7 +61,7 @@ def export_jsonl(
 
 
 def _write(
-    store: Store, handle: IO[str], wanted: Iterable[str] | None, on_progress
+    store: Store, handle: IO[str], wanted: Iterable[str] | None, on_progress: Progress | None
 ) -> TransferReport:
     report = TransferReport()
     with store.snapshot() as snap:  # nested reads below share this one version
@@ -185,9 +185,16 @@ def _header(handle: IO[str], source: Any) -> None:
         raise InputError(f"{source} was written by a newer ragloom", "upgrade ragloom")
 
 
-def _import_lines(store, lines, source, report, on_progress, batch) -> bool:
+def _import_lines(
+    store: Store,
+    lines: Iterator[tuple[int, dict[str, Any]]],
+    source: Any,  # what the lines are read from (a path or a stream), for messages
+    report: TransferReport,
+    on_progress: Progress | None,
+    batch: int,
+) -> bool:
     """Import the collection and document lines; True when the trailer was reached."""
-    current, pending, ended = None, [], False
+    current, pending, ended = None, list[Any](), False
     for number, record in lines:
         if "collection" in record and "document" not in record:
             _flush(store, current, pending, report, on_progress)
@@ -255,7 +262,13 @@ def _vector(encoded: str | None) -> np.ndarray | None:
     return np.frombuffer(base64.b64decode(encoded), "<f4").astype(np.float32)
 
 
-def _flush(store: Store, collection: Any, pending: list[NewDocument], report, on_progress) -> None:
+def _flush(
+    store: Store,
+    collection: Any,
+    pending: list[NewDocument],
+    report: TransferReport,
+    on_progress: Progress | None,
+) -> None:
     if not pending:
         return
     with store.write() as write:
@@ -301,7 +314,9 @@ def _target(target: str | Path | Store | Any) -> Iterator[Store]:
     if isinstance(given, Store):
         yield given
         return
-    store = open_store(target, create=True)
+    if not isinstance(given, (str, Path)):
+        raise InputError(f"cannot import into {given!r}", "give a path, a URL, an Index or a store")
+    store = open_store(given, create=True)
     try:
         yield store
     finally:

@@ -22,7 +22,7 @@ constants were chosen on SciFact (train), CoSQA (dev), Cranfield and CISI (docs/
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -242,6 +242,8 @@ def fuse_adaptive(
         floor is not None and not den_scores[j] >= floor for j in den_entry[lexical_count:]
     ]
     order, dropped = head_positions(order, totals_of, weak, keep)
+    lex_rank: Callable[[int], int]
+    den_rank: Callable[[int], int]
     if keep is None:  # every row built: each leg's ranks at once
         lex_rank, den_rank = tie_ranks(lex_scores).__getitem__, tie_ranks(den_scores).__getitem__
     else:  # a few rows: each one's rank alone

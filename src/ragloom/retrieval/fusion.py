@@ -221,6 +221,8 @@ def _distinct(ranked: Ranked) -> Ranked:
     rows = ranked[0].tolist()
     if len(set(rows)) == len(rows):
         return ranked
-    seen: set[int] = set()
-    first = [i for i, row in enumerate(rows) if not (row in seen or seen.add(row))]
-    return ranked[0][first], ranked[1][first]
+    first: dict[int, int] = {}
+    for i, row in enumerate(rows):
+        first.setdefault(row, i)
+    keep = list(first.values())
+    return ranked[0][keep], ranked[1][keep]

@@ -38,8 +38,8 @@ def _blocks(ptr: np.ndarray, tfs: np.ndarray, doc_lengths: np.ndarray) -> tuple[
 
 def csr(
     term_of: np.ndarray, doc_of: np.ndarray, tf_of: np.ndarray, lengths: np.ndarray
-) -> dict[str, np.ndarray]:
-    """CSR arrays from postings already sorted by (term, doc)."""
+) -> dict[str, Any]:
+    """CSR arrays from postings already sorted by (term, doc), by `Segment`'s field names."""
     terms, starts = np.unique(term_of, return_index=True)
     ptr = np.append(starts, len(term_of)).astype(np.int64)
     tfs = tf_of.astype(_tf_dtype(int(tf_of.max()) if len(tf_of) else 0))

@@ -66,7 +66,7 @@ def write_arrays(
             for piece in pieces:
                 data = np.ascontiguousarray(piece, dtype=array.dtype)
                 if data.nbytes:
-                    handle.write(memoryview(data).cast("B"))
+                    handle.write(data.data.cast("B"))
                 written += data.nbytes
             if written != array.nbytes:
                 raise ValueError(f"{path}: wrote {written} bytes of a {array.nbytes}-byte array")

@@ -229,7 +229,7 @@ class CollectionView:
     def locate(self, rows: Sequence[int] | np.ndarray) -> list[tuple[int, np.ndarray, np.ndarray]]:
         """Group rows by part: (part index, positions in `rows`, chunk numbers) per part."""
         rows = np.asarray(rows, np.int64)
-        out = []
+        out: list[tuple[int, np.ndarray, np.ndarray]] = []
         if not len(rows):
             return out
         firsts = np.array([p.segment.first_row for p in self.parts], np.int64)
@@ -243,7 +243,7 @@ class CollectionView:
 
     def live_rows(self, rows: Sequence[int]) -> list[int]:
         """Which of `rows` are live chunks of this view."""
-        live = []
+        live: list[int] = []
         for index, positions, docs in self.locate(rows):
             dead = self.parts[index].dead
             keep = positions if dead is None else positions[~dead[docs]]

@@ -154,7 +154,7 @@ class Snapshot(ABC):
     # page through `documents()`; a backend answers them with one indexed query each.
     def file_ids_by_source(self, collection: str, sources: Sequence[str]) -> dict[str, list[str]]:
         """Ids of the file documents (and parts) whose source is one of `sources`, by source."""
-        wanted, found = set(sources), {}
+        wanted, found = set(sources), dict[str, list[str]]()
         for doc in self._every_document(collection):
             path, part = doc.metadata.get("path"), doc.metadata.get("part")
             if doc.source in wanted and doc.doc_id in (path, f"{path}#{part}"):
@@ -189,7 +189,7 @@ class Snapshot(ABC):
     def chunk_counts(self, collection: str, doc_ids: Sequence[str]) -> dict[str, int]:
         """How many chunks each of `doc_ids` that exists holds. This default pages through
         the collection's documents; a backend answers it with one query instead."""
-        wanted, found, offset = set(doc_ids), {}, 0
+        wanted, found, offset = set(doc_ids), dict[str, int](), 0
         while wanted - found.keys():
             page = self.documents(collection, offset, 1000)
             if not page:

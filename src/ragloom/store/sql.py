@@ -10,17 +10,25 @@ import json
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import numpy as np
 
-from ragloom.errors import NotFound
+from ragloom.errors import NotFound, StoreError
 from ragloom.store.base import Snapshot, Write
 from ragloom.store.document_text import rebuild_text
 from ragloom.store.records import CollectionInfo
 from ragloom.store.rows import VECTOR_CACHE_LIMIT, parse_config
 
 SLICE = 500  # values per SQLite `IN (...)` list, under its parameter limit
+
+
+def one(cursor: Any) -> tuple[Any, ...]:
+    """The row of a statement that always returns one (an aggregate, a function's value)."""
+    row = cursor.fetchone()
+    if row is None:
+        raise StoreError("a statement that returns one row returned none")
+    return tuple(row)
 
 
 def sliced(items: Sequence[Any], size: int = SLICE) -> Iterable[Sequence[Any]]:
@@ -112,12 +120,15 @@ class CollectionRow:
         return parse_config(self.config_json)
 
 
-class SQLSnapshot(Snapshot):
+RowT = TypeVar("RowT", bound=CollectionRow)
+
+
+class SQLSnapshot(Snapshot, Generic[RowT]):
     """The document lookups of a snapshot of either SQL store, in the same statements."""
 
     dialect: Dialect
     conn: Any
-    rows: Mapping[str, CollectionRow]
+    rows: Mapping[str, RowT]
     location: str
 
     def unknown(self, name: str) -> NotFound:

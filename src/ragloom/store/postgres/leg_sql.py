@@ -10,7 +10,6 @@ leaves few chunks is still searched exactly, others through the index with
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
@@ -61,11 +60,13 @@ def lexical(
     return scored(reader, scored_query(reader, names, weights, avgdl, k, params, where))
 
 
-def query_counts(terms: Sequence[str], term_weights: Sequence[float] | None) -> Counter[str]:
+def query_counts(terms: Sequence[str], term_weights: Sequence[float] | None) -> dict[str, float]:
     """How much each distinct query term counts: its repeats, or the sum of its weights."""
-    counts: Counter[str] = Counter()
+    counts: dict[str, float] = {}
     for i, term in enumerate(terms):
-        counts[term] += 1.0 if term_weights is None else float(term_weights[i])
+        counts[term] = counts.get(term, 0.0) + (
+            1.0 if term_weights is None else float(term_weights[i])
+        )
     return counts
 
 
@@ -105,7 +106,7 @@ def scored_query(
     its own postings and these numbers)."""
     row = reader.row
     condition = filter_sql(reader, where)
-    join = sql.SQL("")
+    join: sql.Composable = sql.SQL("")
     if condition is not None:
         join = sql.SQL(" JOIN chunks c ON c.id = p.chunk_id AND {}").format(condition)
     query = sql.SQL(

@@ -18,7 +18,7 @@ from ragloom.store.document_text import text_hash
 from ragloom.store.postgres import leg_sql, where
 from ragloom.store.postgres.hnsw import HnswBuilder
 from ragloom.store.records import CollectionInfo, StoredChunk, StoredDocument
-from ragloom.store.sql import POSTGRES, CollectionRow, SQLSnapshot
+from ragloom.store.sql import POSTGRES, CollectionRow, SQLSnapshot, one
 
 
 @dataclass(frozen=True)
@@ -102,7 +102,7 @@ class PostgresCollection(CollectionReader):
         if not len(rows) or not dimension:
             return out
         wanted = [int(r) for r in rows]
-        found = dict(
+        found: dict[int, Any] = dict(
             self.conn.cursor(binary=True)
             .execute(
                 "SELECT id, embedding FROM chunks WHERE id = ANY(%s) AND embedding IS NOT NULL",
@@ -118,11 +118,13 @@ class PostgresCollection(CollectionReader):
 
     def counts(self) -> dict[str, Any]:
         row = self.row
-        documents, terms = self.conn.execute(
-            "SELECT (SELECT count(*) FROM documents WHERE collection_id = %(c)s),"
-            " (SELECT count(*) FROM term_stats WHERE collection_id = %(c)s AND df > 0)",
-            {"c": row.id},
-        ).fetchone()
+        documents, terms = one(
+            self.conn.execute(
+                "SELECT (SELECT count(*) FROM documents WHERE collection_id = %(c)s),"
+                " (SELECT count(*) FROM term_stats WHERE collection_id = %(c)s AND df > 0)",
+                {"c": row.id},
+            )
+        )
         embedded = bool(row.config.get("embedding"))
         return {
             "documents": int(documents),
@@ -164,7 +166,7 @@ class SnapshotSource(Protocol):
     indexer: HnswBuilder
 
 
-class PostgresSnapshot(SQLSnapshot):
+class PostgresSnapshot(SQLSnapshot[PostgresCollectionRow]):
     """An open REPEATABLE READ transaction on a reader connection."""
 
     dialect = POSTGRES
@@ -270,7 +272,8 @@ class PostgresSnapshot(SQLSnapshot):
         out = []
         for r in records:
             embedded = bool(self.rows[r[1]].config.get("embedding"))
-            out.append(StoredDocument(*r[:8], pending=int(r[8]) if embedded else 0))
+            pending = int(r[8]) if embedded else 0
+            out.append(StoredDocument(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], pending))
         return out
 
     def document_counts(self) -> dict[str, dict[str, int]]:

@@ -32,6 +32,7 @@ from ragloom.store.postgres.url import Location, parse_location
 from ragloom.store.postgres.write import PostgresWrite
 from ragloom.store.records import CollectionInfo, NewDocument
 from ragloom.store.rows import dimension_of
+from ragloom.store.sql import one
 
 CONNECT_TIMEOUT = 5  # seconds; the URL's connect_timeout wins
 PENDING = (
@@ -287,9 +288,12 @@ class PostgresStore(Store):
                 conn = self.writer()
                 # the row lock on the generation serializes writers of every process
                 generation = int(
-                    conn.execute(
-                        "UPDATE meta SET value = value + 1 WHERE key = 'generation' RETURNING value"
-                    ).fetchone()[0]
+                    one(
+                        conn.execute(
+                            "UPDATE meta SET value = value + 1 WHERE key = 'generation'"
+                            " RETURNING value"
+                        )
+                    )[0]
                 )
             except psycopg.Error as exc:
                 self._rollback(conn)

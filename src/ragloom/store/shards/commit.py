@@ -27,6 +27,7 @@ import psycopg
 from psycopg import sql
 
 from ragloom.store.postgres.schema import LOCK_CLASS
+from ragloom.store.sql import one
 
 COMMIT_LOCK_CLASS = LOCK_CLASS + 1
 MARKER_DAYS = 1  # markers older than this are pruned by later multi-shard writes
@@ -79,9 +80,9 @@ def shared_unlock(conn: psycopg.Connection, schema: str) -> None:
 
 def exclusive_lock(conn: psycopg.Connection, schema: str, wait: bool = True) -> bool:
     function = "pg_advisory_lock" if wait else "pg_try_advisory_lock"
-    row = conn.execute(
-        sql.SQL("SELECT {}({})").format(sql.Identifier(function), lock_key(schema))
-    ).fetchone()
+    row = one(
+        conn.execute(sql.SQL("SELECT {}({})").format(sql.Identifier(function), lock_key(schema)))
+    )
     return row[0] is not False
 
 

@@ -16,7 +16,7 @@ new shard move there in small atomic writes while searches and writes go on.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from ragloom.store.postgres.export import export_rows
@@ -85,7 +85,7 @@ def add_shard(
         store.close()
 
 
-def _leaving(store: ShardedStore, i: int, name: str, count: int, batch: int):
+def _leaving(store: ShardedStore, i: int, name: str, count: int, batch: int) -> Iterator[list[str]]:
     """Batches of the ids on shard `i` whose home in a set of `count` is another shard."""
     shard = store.shard(i)
     with shard.snapshot() as snap:

@@ -238,7 +238,7 @@ class ShardedStore(Store):
             try:
                 conn = shard.search_connection()
                 part = shard.open_snapshot(conn, lead)
-                taken, orphaned = part.led
+                taken, orphaned = part.led or (None, None)
                 return part, conn, bool(taken), bool(orphaned)
             except (psycopg.Error, StoreError) as exc:
                 if conn is not None:

@@ -32,6 +32,7 @@ from ragloom.store.records import (
 from ragloom.store.shards import commit
 from ragloom.store.shards.fanout import Shards, fan_out
 from ragloom.store.shards.placement import global_row, rows_by_shard, shard_of
+from ragloom.store.sql import one
 
 LOCK_TIMEOUT = "30s"  # a writer waiting this long for a shard's write lock gives up
 LOCK_SECONDS = 30.0  # the same inside this process
@@ -81,18 +82,20 @@ class ShardedWrite(Write):
             conn = shard.writer()
             conn.execute(f"SET LOCAL lock_timeout = '{LOCK_TIMEOUT}'")
             generation = int(
-                conn.execute(
-                    "UPDATE meta SET value = value + 1 WHERE key = 'generation' RETURNING value"
-                ).fetchone()[0]
+                one(
+                    conn.execute(
+                        "UPDATE meta SET value = value + 1 WHERE key = 'generation' RETURNING value"
+                    )
+                )[0]
             )
-            layout = dict(conn.execute(LAYOUT).fetchall())
+            layout: dict[str, Any] = dict(conn.execute(LAYOUT).fetchall())
         except (psycopg.Error, StoreError) as exc:
             if conn is not None:
                 shard._rollback(conn)
             raise self._failed(i, exc) from None
         if layout:  # a shard the set is growing by holds no layout yet
             self.moving = self.store.moving_from = moving_from(layout, self.store.count)
-        part = self.parts[i] = Part(i, shard, conn, PostgresWrite(shard, conn, generation))
+        part = self.parts[i] = Part(i, shard, conn, PostgresWrite(shard.indexer, conn, generation))
         return part
 
     def _failed(self, i: int, exc: BaseException) -> StoreError:

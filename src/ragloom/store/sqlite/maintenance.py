@@ -45,6 +45,7 @@ from ragloom.store.sqlite.cleanup import clean_files
 from ragloom.store.sqlite.database import SQLiteDatabase
 from ragloom.store.sqlite.errors import from_os
 from ragloom.store.sqlite.view_history import read_collections
+from ragloom.store.sqlite.write import SQLiteWrite
 
 log = logging.getLogger("ragloom.store")
 
@@ -90,7 +91,7 @@ class Maintenance:
         self._wake.set()
 
     @contextlib.contextmanager
-    def writing(self):
+    def writing(self) -> Iterator[None]:
         """Around a bulk write (all of an `Index.add`): idle-time work (folding, consolidation,
         graphs) waits until it ends, however long its batches take to chunk and embed."""
         with self._lock_writers:
@@ -271,8 +272,9 @@ class Maintenance:
         if self.idle_for() < SETTLE_AFTER:
             self._defer(SETTLE_AFTER)
             return False
+        folded = settled(view)  # (two in-memory segments or more: never None here)
         self.last_step = "in-memory segments folded together"
-        return self.store.views.replace(view, settled(view))
+        return folded is not None and self.store.views.replace(view, folded)
 
     def _flush(self, view: CollectionView) -> bool:
         memory = view.parts[view.files :]
@@ -338,7 +340,17 @@ class Maintenance:
         )
         return True
 
-    def _commit(self, write, view, name, n, size, old_names, span, upto) -> CollectionView | None:
+    def _commit(
+        self,
+        write: SQLiteWrite,
+        view: CollectionView,
+        name: str,
+        n: int,
+        size: int,
+        old_names: list[str],
+        span: tuple[int, int],
+        upto: int,
+    ) -> CollectionView | None:
         """The manifest change, if nobody changed these segments meanwhile; returns the
         collection's view just before this write (None: nothing done)."""
         store = self.store

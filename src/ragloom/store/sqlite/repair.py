@@ -72,17 +72,18 @@ def _rebuild_collection(store: SQLiteDatabase, row: SQLiteCollectionRow, healthy
         }
         for name in healthy:
             segment = load_segment(store.files.path(name), name)
-            if segment.vectors is None:
+            vectors, has_vector = segment.vectors, segment.has_vector
+            if vectors is None or has_vector is None:
                 continue
             entries = [
                 (
                     int(r),
                     row.id,
                     write.generation,
-                    np.asarray(segment.vectors[i], np.float32).tobytes(),
+                    np.asarray(vectors[i], np.float32).tobytes(),
                 )
                 for i, r in enumerate(segment.rows.tolist())
-                if r in alive and r not in kept and segment.has_vector[i]
+                if r in alive and r not in kept and has_vector[i]
             ]
             conn.executemany(
                 "INSERT OR REPLACE INTO vectors (chunk_id, collection_id, generation, vector)"

@@ -109,7 +109,7 @@ class SQLiteCollection(CollectionReader):
         )
 
 
-class SQLiteSnapshot(SQLSnapshot):
+class SQLiteSnapshot(SQLSnapshot[SQLiteCollectionRow]):
     """A read transaction on this thread's connection, at generation `generation`."""
 
     dialect = SQLITE
@@ -204,7 +204,7 @@ class SQLiteSnapshot(SQLSnapshot):
     def documents(
         self, collection: str | None, offset: int = 0, limit: int = 100
     ) -> list[StoredDocument]:
-        where, params = "", ()
+        where, params = "", tuple[Any, ...]()
         if collection is not None:
             row = self.rows.get(collection)
             if row is None:
