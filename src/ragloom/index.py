@@ -15,7 +15,8 @@ from typing import Any, TypeVar
 import numpy as np
 
 from ragloom.config import CollectionConfig
-from ragloom.context import GROUNDING_INSTRUCTION, PackedContext
+from ragloom.context import GROUNDING_INSTRUCTION as GROUNDING
+from ragloom.context import PackedContext
 from ragloom.dense import dots, topn
 from ragloom.embedding import Embedder
 from ragloom.engine.calibration import calibrate
@@ -27,7 +28,7 @@ from ragloom.engine.keywords import collection_requests, search_options
 from ragloom.engine.legs import DEFAULT_COLLECTION
 from ragloom.engine.reading import IndexReading
 from ragloom.engine.refresh import FusionProfiles
-from ragloom.engine.searching import Searcher
+from ragloom.engine.searching import Searcher, Sections
 from ragloom.engine.services import SearchServices
 from ragloom.enrich import Enricher
 from ragloom.errors import InputError, NotFound
@@ -38,7 +39,7 @@ from ragloom.retrieval.search_options import SearchOptions
 from ragloom.store import StoredDocument
 from ragloom.store.base import Snapshot
 from ragloom.store.open import open_store
-from ragloom.types import Document, Hit, MultiSearchResult, SearchResult
+from ragloom.types import Document, MultiSearchResult, SearchResult
 
 __all__ = ["DEFAULT_COLLECTION", "Index", "IndexReading", "IndexReport", "embedding_text"]
 T = TypeVar("T")
@@ -283,7 +284,7 @@ class Index:
         *,
         collections: Sequence[dict[str, Any]] | None = None,
         budget: int | None = None,
-        instruction: str | None = GROUNDING_INSTRUCTION,
+        instruction: str | None = GROUNDING,
         **search_kwargs: Any,
     ) -> PackedContext:
         """Search, then pack the hits into a numbered, cited block within `budget` tokens.
@@ -315,10 +316,7 @@ class Index:
         )
 
     def pack(
-        self,
-        sections: Sequence[tuple[str | None, Sequence[Hit]]],
-        budget: int | None = None,
-        instruction: str | None = GROUNDING_INSTRUCTION,
+        self, sections: Sections, budget: int | None = None, instruction: str | None = GROUNDING
     ) -> PackedContext:
         """Pack existing hits (in labelled sections) into a context block."""
         with self.reading() as reader:

@@ -144,6 +144,9 @@ def profile_collection(
     return {**profile, **mean_reciprocal_ranks(lexical, dense)}
 
 
+Stop = Callable[[], bool] | None  # true once the work should end early
+
+
 def calibrate(
     store: Store,
     models: Embedders,
@@ -151,11 +154,19 @@ def calibrate(
     force: bool = False,
     *,
     missing_only: bool = False,
-    stop: Callable[[], bool] | None = None,
+    stop: Stop = None,
+    quiet: bool = False,
 ) -> dict[str, dict[str, Any]]:
     """Profile `collection` (else every collection) when it needs it (or at all, with vectors,
     when `force`; only one with no profile, when `missing_only`), store each profile in its
-    collection's config and return them by name. `stop` ends it early (`Stopped`)."""
+    collection's config and return them by name. `stop` ends it early (`Stopped`). After a
+    write (`quiet`), a failing embedding service leaves the old profile, with a warning."""
+    if quiet:
+        try:
+            return calibrate(store, models, collection, force, missing_only=missing_only, stop=stop)
+        except EmbeddingError as exc:
+            warnings.warn(f"fusion profile not updated: {exc.message}", stacklevel=3)
+            return {}
     names = [collection] if collection is not None else sorted(store.collections())
     profiles = {}
     for name in names:
@@ -185,21 +196,3 @@ def _store_profile(store: Store, name: str, profile: dict[str, Any]) -> None:
     with store.write() as write:
         current = write.ensure_collection(name, {})  # exists: collections are never dropped
         write.set_config(current, {**current.config, "fusion_profile": profile})
-
-
-def profile_after_write(
-    store: Store,
-    models: Embedders,
-    collection: str | None = None,
-    force: bool = False,
-    *,
-    missing_only: bool = False,
-    stop: Callable[[], bool] | None = None,
-) -> None:
-    """Profile what a write left without a profile (`missing_only`) or stale (`collection`,
-    else every collection); a failing embedding service leaves the old profile, with a
-    warning. `stop` ends it early (`Stopped`)."""
-    try:
-        calibrate(store, models, collection, force, missing_only=missing_only, stop=stop)
-    except EmbeddingError as exc:
-        warnings.warn(f"fusion profile not updated: {exc.message}", stacklevel=3)

@@ -18,7 +18,7 @@ import numpy as np
 from ragloom.chunking import ChunkPolicy, split_document
 from ragloom.config import CollectionConfig
 from ragloom.embedding import Embedder, resolve_embedder
-from ragloom.engine.calibration import profile_after_write
+from ragloom.engine.calibration import calibrate
 from ragloom.engine.documents import (
     check_collection_name,
     check_document,
@@ -347,7 +347,7 @@ class Ingest:
             if rows:
                 write.set_vectors(info, [r for r, _, _ in rows], vectors)
         self.models.remember(model)
-        profile_after_write(self.store, self.models, collection, force=True)
+        calibrate(self.store, self.models, collection, force=True, quiet=True)
         return len(rows)
 
     def fill_pending(self, name: str, limit: int | None = None, batch: int = 256) -> int:

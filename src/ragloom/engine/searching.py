@@ -32,6 +32,7 @@ from ragloom.types import Hit, MultiSearchResult, SearchGroup, SearchResult
 READ_ATTEMPTS = 3  # a read that lost its connection (see `Searcher.read`) runs again
 T = TypeVar("T")
 Requests = Sequence[tuple[str, "str | None", SearchOptions]]  # (collection, label, options)
+Sections = Sequence[tuple["str | None", Sequence[Hit]]]  # (label, hits) of a context block
 
 
 def check_query(query: Any) -> str:
@@ -69,10 +70,18 @@ class Searcher:
         )
 
     def rank(self, query: str, options: SearchOptions, collection: str) -> Ranking:
+        """The ranked candidates (row ids with provenance) of one collection: the search's
+        route without fetching chunk text."""
         check_query(query)
-        return self.read(
-            lambda snap: self.rank_in(snap, query, options, collection, QueryVectors(self.models))
-        )
+
+        def ranked(snap: Snapshot) -> Ranking:
+            flow, applied = self.flow_in(
+                snap, query, options, collection, QueryVectors(self.models)
+            )
+            found = (flow.candidates, flow.mode, flow.degraded, flow.reason, flow.floor)
+            return Ranking(*found, flow.below_floor, applied)
+
+        return self.read(ranked)
 
     def search_in(
         self,
@@ -91,27 +100,6 @@ class Searcher:
             result.dense_floor, result.below_floor = flow.floor, flow.below_floor
         result.timings = timer.to_dict()
         return result
-
-    def rank_in(
-        self,
-        snap: Snapshot,
-        query: str,
-        options: SearchOptions,
-        collection: str,
-        vectors: QueryVectors,
-    ) -> Ranking:
-        """The ranked candidates (row ids with provenance) of one collection: the search's
-        route without fetching chunk text."""
-        flow, applied = self.flow_in(snap, query, options, collection, vectors)
-        return Ranking(
-            flow.candidates,
-            flow.mode,
-            flow.degraded,
-            flow.reason,
-            flow.floor,
-            flow.below_floor,
-            applied,
-        )
 
     def flow_in(
         self,
@@ -182,7 +170,7 @@ class Searcher:
     @staticmethod
     def pack_in(
         snap: Snapshot,
-        sections: Sequence[tuple[str | None, Sequence[Hit]]],
+        sections: Sections,
         budget: int | None,
         instruction: str | None,
     ) -> PackedContext:

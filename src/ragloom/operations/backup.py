@@ -34,7 +34,7 @@ def backup(
     """Copy the index at `source` (a path, a URL, an open `Index` or store) into the new
     folder `dest`; returns its manifest. Writers and searches go on meanwhile."""
     started = time.monotonic()
-    with _opened(source) as store, staged_folder(Path(dest), "backup", BACKUP_HINT) as folder:
+    with store_of(source) as store, staged_folder(Path(dest), "backup", BACKUP_HINT) as folder:
         if isinstance(store, SQLiteStore):
             manifest = backup_sqlite(store, folder, on_progress)
         else:  # (imported here: PostgreSQL needs the postgres extra)
@@ -85,15 +85,17 @@ def _batches(on_progress: Progress | None, manifest: Manifest) -> Callable[[str,
 
 
 @contextlib.contextmanager
-def _opened(source: str | Path | Store | Any) -> Iterator[Store]:
-    """The store behind `source`; opened (read-only) here and closed after, unless given."""
-    given = getattr(source, "store", source)
+def store_of(place: str | Path | Store | Any, create: bool = False) -> Iterator[Store]:
+    """The store behind `place` (a path, a URL, an open `Index` or store): one given is used
+    as it is; one named is opened here (read-only, unless `create`: for writing, created
+    when missing) and closed after."""
+    given = getattr(place, "store", place)
     if isinstance(given, Store):
         yield given
         return
     if not isinstance(given, (str, Path)):
-        raise InputError(f"cannot back up {given!r}", "give a path, a URL, an Index or a store")
-    store = open_store(given, create=False, read_only=True)
+        raise InputError(f"no index at {given!r}", "give a path, a URL, an Index or a store")
+    store = open_store(given, create=create, read_only=not create)
     try:
         yield store
     finally:

@@ -25,10 +25,9 @@ from typing import IO, Any
 import numpy as np
 
 from ragloom.errors import InputError
-from ragloom.operations.backup import _opened
+from ragloom.operations.backup import store_of
 from ragloom.operations.staging import refuse_existing, remove_path, remove_stale, staging_name
 from ragloom.store.base import Store
-from ragloom.store.open import open_store
 from ragloom.store.records import NewChunk, NewDocument
 from ragloom.types import Document
 from ragloom.version import __version__
@@ -56,7 +55,7 @@ def export_jsonl(
     """Write the index at `source` (every collection, or those named) as JSON lines to
     `dest`: a new file (written under a hidden name, renamed when complete), "-" for
     standard output, or an open text stream. Everything comes from one committed version."""
-    with _opened(source) as store, _output(dest) as handle:
+    with store_of(source) as store, _output(dest) as handle:
         return _write(store, handle, collections, on_progress)
 
 
@@ -157,7 +156,7 @@ def import_jsonl(
     report = TransferReport()
     with _input(source) as handle:
         _header(handle, source)  # before the target is opened (and maybe created)
-        with _target(target) as store:
+        with store_of(target, create=True) as store:
             ended = _import_lines(
                 store, _records(handle, str(source)), source, report, on_progress, batch
             )
@@ -306,18 +305,3 @@ def _input(source: str | Path | IO[str]) -> Iterator[IO[str]]:
         raise InputError(f"no export file at {path}", "give a file that `ragloom export` wrote")
     with open(path, encoding="utf-8") as handle:
         yield handle
-
-
-@contextlib.contextmanager
-def _target(target: str | Path | Store | Any) -> Iterator[Store]:
-    given = getattr(target, "store", target)
-    if isinstance(given, Store):
-        yield given
-        return
-    if not isinstance(given, (str, Path)):
-        raise InputError(f"cannot import into {given!r}", "give a path, a URL, an Index or a store")
-    store = open_store(given, create=True)
-    try:
-        yield store
-    finally:
-        store.close()

@@ -9,11 +9,12 @@ this; the engine (chunking, embedding, ranking, packing) is shared.
 
 from __future__ import annotations
 
+import threading
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
-from contextlib import AbstractContextManager, nullcontext
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import numpy as np
 
@@ -197,6 +198,46 @@ class Snapshot(ABC):
             found.update((d.doc_id, d.chunks) for d in page if d.doc_id in wanted)
             offset += len(page)
         return found
+
+
+S = TypeVar("S", bound=Snapshot)
+
+
+class ThreadSnapshots(Generic[S]):
+    """A store's snapshots, one open per thread at a time: a snapshot opened inside another
+    one on the same thread is that same snapshot (nested reads see the same version). The
+    store opens one (`_begin`), says what a failure inside it becomes (`_read_failure`:
+    None leaves it as it is), and ends it (`_end`)."""
+
+    _local: threading.local
+
+    @contextmanager
+    def snapshot(self) -> Iterator[S]:
+        current = getattr(self._local, "snapshot", None)
+        if current is not None:
+            yield current
+            return
+        snap = self._begin()
+        self._local.snapshot = snap
+        try:
+            yield snap
+        except Exception as exc:
+            failure = self._read_failure(snap, exc)
+            if failure is None:
+                raise
+            raise failure from None
+        finally:
+            self._local.snapshot = None
+            self._end(snap)
+
+    def _begin(self) -> S:
+        raise NotImplementedError
+
+    def _read_failure(self, snap: S, exc: Exception) -> Exception | None:
+        return None
+
+    def _end(self, snap: S) -> None:
+        """After the block: end the snapshot's transaction."""
 
 
 class Write(ABC):

@@ -127,9 +127,12 @@ class SQLSnapshot(Snapshot, Generic[RowT]):
     """The document lookups of a snapshot of either SQL store, in the same statements."""
 
     dialect: Dialect
-    conn: Any
-    rows: Mapping[str, RowT]
-    location: str
+
+    def __init__(self, location: str, conn: Any, generation: int, rows: Mapping[str, RowT]):
+        self.location = location
+        self.conn = conn
+        self.generation = generation
+        self.rows = rows
 
     def unknown(self, name: str) -> NotFound:
         """The error for a collection this snapshot does not hold."""
@@ -174,6 +177,15 @@ class SQLSnapshot(Snapshot, Generic[RowT]):
             " GROUP BY d.id"
         )
         return {doc: int(n) for doc, n in self._in_collection(sql, collection, doc_ids)}
+
+    def chunk_texts(self, collection: CollectionInfo) -> list[tuple[int, str | None, str]]:
+        """Every chunk of a collection: (row id, document title, chunk text), by row."""
+        return self.dialect.rows(
+            self.conn,
+            "SELECT c.id, d.title, c.text FROM chunks c JOIN documents d ON d.id = c.document_id"
+            " WHERE c.collection_id = {p} ORDER BY c.id",
+            (collection.id,),
+        )
 
     def cached_vectors(self, model: str, hashes: Sequence[bytes]) -> dict[bytes, np.ndarray]:
         sql = "SELECT text_hash, vector FROM vector_cache WHERE model = {p} AND text_hash {keys}"

@@ -4,6 +4,30 @@ agree with the chunk rows they were derived from?"""
 from __future__ import annotations
 
 from ragloom.store.postgres.snapshot import PostgresSnapshot
+from ragloom.store.sql import one
+
+# What the rows derived from the chunk rows must agree with them on: each statement counts
+# the rows of one that disagree (postings, then document frequencies).
+DISAGREEMENTS = (
+    (
+        "SELECT count(*) FROM (SELECT c.id, t.term, t.tf, c.length FROM chunks c,"
+        " unnest(c.terms, c.tfs) AS t(term, tf) WHERE c.collection_id = %(c)s) want"
+        " FULL JOIN (SELECT chunk_id, term, tf, length FROM postings"
+        " WHERE collection_id = %(c)s) have ON have.chunk_id = want.id"
+        " AND have.term = want.term AND have.tf = want.tf AND have.length = want.length"
+        " WHERE have.chunk_id IS NULL OR want.id IS NULL",
+        "postings disagree with the chunks",
+    ),
+    (
+        "SELECT count(*) FROM (SELECT t.term, count(*) AS df FROM chunks c,"
+        " unnest(c.terms) AS t(term) WHERE c.collection_id = %(c)s GROUP BY t.term) want"
+        " FULL JOIN (SELECT term, df FROM term_stats"
+        " WHERE collection_id = %(c)s AND df > 0) have"
+        " ON have.term = want.term AND have.df = want.df"
+        " WHERE have.term IS NULL OR want.term IS NULL",
+        "document frequencies are wrong",
+    ),
+)
 
 
 def check_snapshot(snap: PostgresSnapshot) -> list[str]:
@@ -24,28 +48,10 @@ def check_snapshot(snap: PostgresSnapshot) -> list[str]:
         ):
             if int(stored) != int(actual):
                 problems.append(f"{where}: {label} counter {stored}, chunk rows say {actual}")
-        bad_postings = conn.execute(
-            "SELECT count(*) FROM (SELECT c.id, t.term, t.tf, c.length FROM chunks c,"
-            " unnest(c.terms, c.tfs) AS t(term, tf) WHERE c.collection_id = %(c)s) want"
-            " FULL JOIN (SELECT chunk_id, term, tf, length FROM postings"
-            " WHERE collection_id = %(c)s) have ON have.chunk_id = want.id"
-            " AND have.term = want.term AND have.tf = want.tf AND have.length = want.length"
-            " WHERE have.chunk_id IS NULL OR want.id IS NULL",
-            {"c": row.id},
-        ).fetchone()[0]
-        if bad_postings:
-            problems.append(f"{where}: {bad_postings} postings disagree with the chunks")
-        bad_df = conn.execute(
-            "SELECT count(*) FROM (SELECT t.term, count(*) AS df FROM chunks c,"
-            " unnest(c.terms) AS t(term) WHERE c.collection_id = %(c)s GROUP BY t.term) want"
-            " FULL JOIN (SELECT term, df FROM term_stats"
-            " WHERE collection_id = %(c)s AND df > 0) have"
-            " ON have.term = want.term AND have.df = want.df"
-            " WHERE have.term IS NULL OR want.term IS NULL",
-            {"c": row.id},
-        ).fetchone()[0]
-        if bad_df:
-            problems.append(f"{where}: {bad_df} document frequencies are wrong")
+        for statement, what in DISAGREEMENTS:
+            found = one(conn.execute(statement, {"c": row.id}))[0]
+            if found:
+                problems.append(f"{where}: {found} {what}")
         dimension = (row.config.get("embedding") or {}).get("dimension")
         if dimension:
             wrong = conn.execute(

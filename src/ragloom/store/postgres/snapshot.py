@@ -178,11 +178,8 @@ class PostgresSnapshot(SQLSnapshot[PostgresCollectionRow]):
         generation: int,
         rows: dict[str, PostgresCollectionRow],
     ) -> None:
+        super().__init__(store.location, conn, generation, rows)
         self.store = store
-        self.location = store.location
-        self.conn = conn
-        self.generation = generation
-        self.rows = rows
         self.led: tuple[Any, ...] | None = None
         self._readers: dict[str, PostgresCollection] = {}
 

@@ -20,7 +20,7 @@ from typing import Any
 import psycopg
 
 from ragloom.errors import ReadInterrupted, StorageError, StoreError
-from ragloom.store.base import Store
+from ragloom.store.base import Store, ThreadSnapshots
 from ragloom.store.postgres import replicas, vectors
 from ragloom.store.postgres import schema as schemas
 from ragloom.store.postgres.check import check_snapshot
@@ -42,7 +42,7 @@ PENDING = (
 LOST_PRIMARY_WAIT = 2.0  # seconds a replica may take to apply our last write, primary down
 
 
-class PostgresStore(Store):
+class PostgresStore(ThreadSnapshots[PostgresSnapshot], Store):
     """A ragloom index in a PostgreSQL database (schema `location.schema`)."""
 
     def __init__(self, url: str, create: bool = True, read_only: bool = False) -> None:
@@ -181,30 +181,22 @@ class PostgresStore(Store):
             self._writer = None
 
     # -- reading ----------------------------------------------------------------------
-    @contextlib.contextmanager
-    def snapshot(self) -> Iterator[PostgresSnapshot]:
-        """One REPEATABLE READ transaction; nested snapshots on a thread share it."""
-        current = getattr(self._local, "snapshot", None)
-        if current is not None:
-            yield current
-            return
-        snap = self._begin()
+    # One REPEATABLE READ transaction (`ThreadSnapshots.snapshot`; nested ones share it).
+    def _read_failure(self, snap: PostgresSnapshot, exc: Exception) -> Exception | None:
+        if not isinstance(exc, psycopg.Error):
+            return None
+        self._discard(snap.conn)
+        if isinstance(exc, psycopg.OperationalError) and self.where.hosts > 1:
+            return ReadInterrupted(
+                f"{self.location}: a database server went away during a search", "retry"
+            )
+        return from_psycopg(exc, self.location)
+
+    def _end(self, snap: PostgresSnapshot) -> None:
         conn = snap.conn
-        self._local.snapshot = snap
-        try:
-            yield snap
-        except psycopg.Error as exc:
-            self._discard(conn)
-            if isinstance(exc, psycopg.OperationalError) and self.where.hosts > 1:
-                raise ReadInterrupted(
-                    f"{self.location}: a database server went away during a search", "retry"
-                ) from None
-            raise from_psycopg(exc, self.location) from None
-        finally:
-            self._local.snapshot = None
-            if not conn.closed and not conn.broken:
-                with contextlib.suppress(psycopg.Error):
-                    conn.execute("COMMIT")
+        if not conn.closed and not conn.broken:
+            with contextlib.suppress(psycopg.Error):
+                conn.execute("COMMIT")
 
     def _begin(self) -> PostgresSnapshot:
         """Open a snapshot; a connection found dead is replaced once (another host)."""
@@ -337,11 +329,7 @@ class PostgresStore(Store):
 
     def chunk_texts(self, collection: CollectionInfo) -> list[tuple[int, str | None, str]]:
         with self.snapshot() as snap:
-            return snap.conn.execute(
-                "SELECT c.id, d.title, c.text FROM chunks c JOIN documents d ON d.id ="
-                " c.document_id WHERE c.collection_id = %s ORDER BY c.id",
-                (collection.id,),
-            ).fetchall()
+            return snap.chunk_texts(collection)
 
     def export(self, collection: str, batch: int = 200) -> Iterator[list[NewDocument]]:
         with self.snapshot() as snap:

@@ -24,7 +24,7 @@ from ragloom.filters import FilterNode
 from ragloom.lexical.bm25 import BM25Params, bm25_idf
 from ragloom.store.base import CollectionReader, DenseQuery, LexicalQuery, Ranked, Snapshot
 from ragloom.store.postgres import leg_sql
-from ragloom.store.postgres.snapshot import with_chunks
+from ragloom.store.postgres.snapshot import PostgresSnapshot, with_chunks
 from ragloom.store.records import CollectionInfo, StoredChunk, StoredDocument
 from ragloom.store.shards.cut import HeldLocks
 from ragloom.store.shards.fanout import Shards
@@ -238,11 +238,7 @@ class ShardedSnapshot(Snapshot):
         return reader
 
     def content_hashes(self, collection: str, doc_ids: Sequence[str]) -> dict[str, str]:
-        self.release_all()
-        out: dict[str, str] = {}
-        for i, ids in self._groups(doc_ids).items():
-            out.update(self.parts[i].content_hashes(collection, ids))
-        return out
+        return self._at_homes(lambda part, ids: part.content_hashes(collection, ids), doc_ids)
 
     def file_ids_by_source(self, collection: str, sources: Sequence[str]) -> dict[str, list[str]]:
         self.release_all()
@@ -253,11 +249,7 @@ class ShardedSnapshot(Snapshot):
         return out
 
     def sources_of(self, collection: str, doc_ids: Sequence[str]) -> dict[str, str | None]:
-        self.release_all()
-        out: dict[str, str | None] = {}
-        for i, ids in self._groups(doc_ids).items():
-            out.update(self.parts[i].sources_of(collection, ids))
-        return out
+        return self._at_homes(lambda part, ids: part.sources_of(collection, ids), doc_ids)
 
     def document_vectors(
         self, collection: CollectionInfo, doc_ids: Sequence[str], wanted: set[bytes]
@@ -281,10 +273,16 @@ class ShardedSnapshot(Snapshot):
         return out
 
     def chunk_counts(self, collection: str, doc_ids: Sequence[str]) -> dict[str, int]:
+        return self._at_homes(lambda part, ids: part.chunk_counts(collection, ids), doc_ids)
+
+    def _at_homes(
+        self, lookup: Callable[[PostgresSnapshot, list[str]], dict[str, T]], doc_ids: Sequence[str]
+    ) -> dict[str, T]:
+        """`lookup(shard's snapshot, ids)` of each shard the documents live on, put together."""
         self.release_all()
-        out: dict[str, int] = {}
+        out: dict[str, T] = {}
         for i, ids in self._groups(doc_ids).items():
-            out.update(self.parts[i].chunk_counts(collection, ids))
+            out.update(lookup(self.parts[i], ids))
         return out
 
     def keep(self, i: int, found: list[tuple[int, float, StoredChunk]]) -> tuple:

@@ -23,7 +23,7 @@ from typing import Any
 import psycopg
 
 from ragloom.errors import InputError, ReadInterrupted, ShardUnavailable, StoreError
-from ragloom.store.base import Store
+from ragloom.store.base import Store, ThreadSnapshots
 from ragloom.store.postgres import PostgresStore
 from ragloom.store.postgres.errors import from_psycopg
 from ragloom.store.records import CollectionInfo, NewDocument
@@ -37,7 +37,7 @@ RETRY_AFTER = 1.0  # seconds a shard found down is skipped before it is tried ag
 BEGIN_ATTEMPTS = 3  # snapshots opened again after resolving orphaned prepared transactions
 
 
-class ShardedStore(Store):
+class ShardedStore(ThreadSnapshots[ShardedSnapshot], Store):
     """A ragloom index spread over the shards of a `postgresql+shards://` URL."""
 
     def __init__(self, url: str, create: bool = True, read_only: bool = False) -> None:
@@ -153,30 +153,21 @@ class ShardedStore(Store):
                     conn.close()
 
     # -- reading ----------------------------------------------------------------------
-    @contextlib.contextmanager
-    def snapshot(self) -> Iterator[ShardedSnapshot]:
-        """One snapshot per reachable shard, taken under the commit locks (a clean cut)."""
-        current = getattr(self._local, "snapshot", None)
-        if current is not None:
-            yield current
-            return
-        snap = self._begin()
-        self._local.snapshot = snap
-        try:
-            yield snap
-        except psycopg.Error as exc:
-            for i, part in snap.parts.items():
-                if part.conn.broken or part.conn.closed:
-                    self.down(i, "its connection broke during a search")
-                    self.shard(i).discard(part.conn)
-            if isinstance(exc, psycopg.OperationalError):
-                raise ReadInterrupted(
-                    f"{self.location}: a shard went away during a search", "retry"
-                ) from None
-            raise from_psycopg(exc, self.location) from None
-        finally:
-            self._local.snapshot = None
-            snap.finish()
+    # One snapshot per reachable shard, taken under the commit locks (a clean cut):
+    # `ThreadSnapshots.snapshot`, nested ones sharing it.
+    def _read_failure(self, snap: ShardedSnapshot, exc: Exception) -> Exception | None:
+        if not isinstance(exc, psycopg.Error):
+            return None
+        for i, part in snap.parts.items():
+            if part.conn.broken or part.conn.closed:
+                self.down(i, "its connection broke during a search")
+                self.shard(i).discard(part.conn)
+        if isinstance(exc, psycopg.OperationalError):
+            return ReadInterrupted(f"{self.location}: a shard went away during a search", "retry")
+        return from_psycopg(exc, self.location)
+
+    def _end(self, snap: ShardedSnapshot) -> None:
+        snap.finish()
 
     def _begin(self) -> ShardedSnapshot:
         for attempt in range(BEGIN_ATTEMPTS):

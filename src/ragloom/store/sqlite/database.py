@@ -22,6 +22,7 @@ from ragloom.errors import StorageError, StoreError
 from ragloom.segments.merge_memory import compact_memory
 from ragloom.segments.persist import SegmentFiles, SegmentMissing
 from ragloom.segments.view import Part
+from ragloom.store.base import ThreadSnapshots
 from ragloom.store.records import CollectionInfo
 from ragloom.store.sqlite import connect as connecting
 from ragloom.store.sqlite.errors import from_sqlite
@@ -36,7 +37,7 @@ _GENERATION_AND_VERSION = (
 )
 
 
-class SQLiteDatabase:
+class SQLiteDatabase(ThreadSnapshots[SQLiteSnapshot]):
     """An index file: snapshots to read, transactions to write, views kept in step."""
 
     def __init__(self, path: str | Path, create: bool = True, read_only: bool = False) -> None:
@@ -91,14 +92,9 @@ class SQLiteDatabase:
                 self._writer = None
 
     # -- reading ----------------------------------------------------------------------
-    @contextlib.contextmanager
-    def snapshot(self) -> Iterator[SQLiteSnapshot]:
-        """A read transaction on this thread's connection; a snapshot opened inside another
-        one on the same thread is that same snapshot (nested reads see the same version)."""
-        current = getattr(self._local, "snapshot", None)
-        if current is not None:
-            yield current
-            return
+    # A read transaction on this thread's connection (`ThreadSnapshots.snapshot`; nested
+    # ones share it).
+    def _begin(self) -> SQLiteSnapshot:
         conn = self._reader()
         try:
             conn.execute("BEGIN")
@@ -107,20 +103,18 @@ class SQLiteDatabase:
             with contextlib.suppress(sqlite3.Error):
                 conn.execute("ROLLBACK")
             raise from_sqlite(exc, str(self.path)) from None
-        snap = SQLiteSnapshot(self.views, self.terms, self.location, conn, generation, rows)
-        self._local.snapshot = snap
-        try:
-            yield snap
-        except SegmentMissing as exc:
-            raise StoreError(
+        return SQLiteSnapshot(self.views, self.terms, self.location, conn, generation, rows)
+
+    def _read_failure(self, snap: SQLiteSnapshot, exc: Exception) -> Exception | None:
+        if isinstance(exc, SegmentMissing):
+            return StoreError(
                 f"{self.path}: segment file {exc} was merged away during a long read", "retry"
-            ) from None
-        except sqlite3.Error as exc:
-            raise from_sqlite(exc, str(self.path)) from None
-        finally:
-            self._local.snapshot = None
-            with contextlib.suppress(sqlite3.Error):
-                conn.execute("COMMIT")
+            )
+        return from_sqlite(exc, str(self.path)) if isinstance(exc, sqlite3.Error) else None
+
+    def _end(self, snap: SQLiteSnapshot) -> None:
+        with contextlib.suppress(sqlite3.Error):
+            snap.conn.execute("COMMIT")
 
     def _version_read(self, conn: sqlite3.Connection) -> tuple[int, dict[str, SQLiteCollectionRow]]:
         """The generation and collections a read transaction sees. The collections are the

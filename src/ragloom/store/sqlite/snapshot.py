@@ -123,12 +123,9 @@ class SQLiteSnapshot(SQLSnapshot[SQLiteCollectionRow]):
         generation: int,
         rows: dict[str, SQLiteCollectionRow],
     ) -> None:
+        super().__init__(location, conn, generation, rows)
         self.views = views
         self.terms = terms
-        self.location = location
-        self.conn = conn
-        self.generation = generation
-        self.rows = rows
         self._readers: dict[str, SQLiteCollection] = {}
         self._infos: dict[str, CollectionInfo] | None = None
 

@@ -77,11 +77,7 @@ class SQLiteStore(SQLiteDatabase, Store):
 
     def chunk_texts(self, collection: CollectionInfo) -> list[tuple[int, str | None, str]]:
         with self.snapshot() as snap:
-            return snap.conn.execute(
-                "SELECT c.id, d.title, c.text FROM chunks c"
-                " JOIN documents d ON d.id = c.document_id WHERE c.collection_id = ? ORDER BY c.id",
-                (collection.id,),
-            ).fetchall()
+            return snap.chunk_texts(collection)
 
     def export(self, collection: str, batch: int = 200) -> Iterator[list[NewDocument]]:
         with self.snapshot() as snap:
