@@ -102,19 +102,14 @@ class Searcher:
         return result
 
     def flow_in(
-        self,
-        snap: Snapshot,
-        query: str,
-        options: SearchOptions,
-        collection: str,
-        vectors: QueryVectors,
+        self, snap: Snapshot, query: str, options: SearchOptions, name: str, vectors: QueryVectors
     ) -> tuple[FlowResult, SearchOptions]:
         """Legs, fusion, controls and the steps the options switch on; with the options as
         applied (the collection's own defaults filled in)."""
         llm, reranker = (
             search_services(self.services, options) if options.uses_services else (None, None)
         )
-        legs = open_legs(snap, options, collection, vectors, self.models, self.store.location)
+        legs = open_legs(snap, options, name, vectors, self.models, self.store.location)
         if legs is None:  # a new, empty index answers with no hits
             return FlowResult([], options.mode or "lexical"), options
         services = self.services or SearchServices()

@@ -166,13 +166,9 @@ class TuneResult:
     applied_to: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
+        plain = ("dataset", "train_queries", "test_queries", "trials", "chosen", "applied_to")
         return {
-            "dataset": self.dataset,
-            "train_queries": self.train_queries,
-            "test_queries": self.test_queries,
-            "trials": self.trials,
-            "chosen": self.chosen,
-            "applied_to": self.applied_to,
+            **{name: getattr(self, name) for name in plain},
             "results": [
                 {
                     "setting": row.name,

@@ -18,7 +18,6 @@ import json
 import os
 import sys
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
@@ -28,22 +27,13 @@ from ragloom.errors import InputError
 from ragloom.operations.backup import store_of
 from ragloom.operations.staging import refuse_existing, remove_path, remove_stale, staging_name
 from ragloom.store.base import Store
+from ragloom.store.migrate import TransferReport
 from ragloom.store.records import NewChunk, NewDocument
 from ragloom.types import Document
 from ragloom.version import __version__
 
 FORMAT = 1
 Progress = Callable[[str, int, int], None]  # (what, done, total)
-
-
-@dataclass
-class TransferReport:
-    """What an export or import moved."""
-
-    collections: list[str] = field(default_factory=list)
-    documents: int = 0
-    chunks: int = 0
-    vectors: int = 0
 
 
 def export_jsonl(
@@ -272,9 +262,7 @@ def _flush(
         return
     with store.write() as write:
         outcome = write.put(collection, pending)
-    report.documents += outcome.documents
-    report.chunks += outcome.chunks
-    report.vectors += sum(c.vector is not None for d in pending for c in d.chunks)
+    report.stored(outcome, pending)
     if on_progress:
         on_progress("documents", report.documents, 0)
 

@@ -74,10 +74,25 @@ def build_segment_flat(
     lengths = np.bincount(docs, weights=tfs, minlength=len(counts)).astype(np.float64)
     order = np.argsort(terms, kind="stable")  # docs stay ascending within a term
     arrays = csr(terms[order], docs[order], tfs[order], lengths)
+    columns = MetadataColumns.build(metadatas)
+    return assembled(rows, lengths, columns, vectors, has_vector, vector_epoch, arrays)
+
+
+def assembled(
+    rows: np.ndarray,
+    lengths: np.ndarray,
+    columns: MetadataColumns,
+    vectors: np.ndarray | None,
+    has_vector: np.ndarray | None,
+    vector_epoch: int,
+    arrays: dict[str, Any],
+) -> Segment:
+    """A segment of its parts: rows, lengths, metadata columns, vectors (with which rows
+    hold one, of which epoch) and the CSR postings (`csr`)."""
     return Segment(
         rows=rows,
         lengths=lengths,
-        columns=MetadataColumns.build(metadatas),
+        columns=columns,
         vectors=vectors,
         has_vector=has_vector,
         vector_epoch=vector_epoch,
