@@ -10,7 +10,8 @@ name. An import of a package's parent
 
 A room's floor is one above the highest room it imports, so every import points down exactly
 when the rooms form no circle. Run `python tests/layers.py [SRC]` to print the floors, the
-imports that point up (those inside a circle of rooms) and the circles of modules.
+imports that point up (those inside a circle of rooms) and the circles of modules, and
+`python tests/layers.py --markdown` for the floor table docs/architecture.md shows.
 """
 
 from __future__ import annotations
@@ -281,5 +282,18 @@ def report(src: Path = SRC) -> Report:
     return Report(floors(room_edges), room_circles, upward, circles(module_edges))
 
 
+def floor_table(found: Report) -> list[str]:
+    """The floors as docs/architecture.md shows them: a Markdown table, top floor first, each
+    room by its module name (the package root as `ragloom`)."""
+    out = ["| floor | rooms |", "|---|---|"]
+    for level in sorted(set(found.floors.values()), reverse=True):
+        rooms = sorted(r for r, f in found.floors.items() if f == level)
+        names = ", ".join(f"`{ROOT if r == ROOT else f'{ROOT}.{r}'}`" for r in rooms)
+        out.append(f"| {level} | {names} |")
+    return out
+
+
 if __name__ == "__main__":
-    print("\n".join(report(Path(sys.argv[1]) if len(sys.argv) > 1 else SRC).lines()))
+    arguments = [a for a in sys.argv[1:] if a != "--markdown"]
+    found = report(Path(arguments[0]) if arguments else SRC)
+    print("\n".join(floor_table(found) if "--markdown" in sys.argv else found.lines()))

@@ -241,7 +241,8 @@ class Index:
         self, query: str, options: SearchOptions, collection: str = DEFAULT_COLLECTION
     ) -> SearchResult:
         """`search` with its options given as one `SearchOptions` object."""
-        return self._searcher.search(query, options, collection)
+        searcher: Searcher = self._searcher
+        return searcher.search(query, options, collection)
 
     def rank(
         self, query: str, options: SearchOptions, collection: str = DEFAULT_COLLECTION

@@ -105,7 +105,7 @@ def open_legs(
 
 
 def rank_texts(
-    legs: Legs, texts: list[str], options: SearchOptions, services: SearchServices
+    legs: Legs, texts: Sequence[str], options: SearchOptions, services: SearchServices
 ) -> list[Ranking]:
     """Each query text's ranking (the query and its variants): several side by side on the
     services' threads, one in this thread."""
@@ -236,7 +236,7 @@ def runs_beside(legs: Legs, text: str, options: SearchOptions) -> bool:
     return count is not None and count >= BESIDE_ELIGIBLE
 
 
-def prime_vectors(legs: Legs, texts: list[str], options: SearchOptions) -> None:
+def prime_vectors(legs: Legs, texts: Sequence[str], options: SearchOptions) -> None:
     """Embed several query texts in one call (query variants; raises `EmbeddingError`)."""
     if legs.embedder is not None and options.mode != "lexical":
         with timed("embed"):

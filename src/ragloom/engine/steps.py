@@ -13,6 +13,7 @@ need from the snapshot and runs them in order. No service is called unless its s
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -128,7 +129,9 @@ def first_round(
     return merge_variants([r.candidates for r in rankings], options.merge, options.rrf_k)
 
 
-def expanded(query: str, options: SearchOptions, llm: LLM | None, result: FlowResult) -> list[str]:
+def expanded(
+    query: str, options: SearchOptions, llm: LLM | None, result: FlowResult
+) -> Sequence[str]:
     """The query and its variants: LLM rephrasings when `expand` is "llm" (the query alone,
     flagged, when the LLM fails or its reply is unusable), the query alone otherwise."""
     variants = [query]

@@ -242,12 +242,7 @@ def fuse_adaptive(
         floor is not None and not den_scores[j] >= floor for j in den_entry[lexical_count:]
     ]
     order, dropped = head_positions(order, totals_of, weak, keep)
-    lex_rank: Callable[[int], int]
-    den_rank: Callable[[int], int]
-    if keep is None:  # every row built: each leg's ranks at once
-        lex_rank, den_rank = tie_ranks(lex_scores).__getitem__, tie_ranks(den_scores).__getitem__
-    else:  # a few rows: each one's rank alone
-        lex_rank, den_rank = partial(tie_rank, lex_scores), partial(tie_rank, den_scores)
+    lex_rank, den_rank = _rank_of(lex_scores, keep), _rank_of(den_scores, keep)
     template = {**CANDIDATE_DEFAULTS, "fused_by": ADAPTIVE, "fusion_detail": chosen}
     out = []
     for m in order:  # a dict copied and filled beats a dict display by a third here
@@ -276,6 +271,12 @@ def fuse_adaptive(
         values["match"] = match
         out.append(candidate_of(values))
     return out, dropped
+
+
+def _rank_of(scores: list[float], keep: int | None) -> Callable[[int], int]:
+    """position -> its tie rank in a leg: every leg's ranks at once when every row is built
+    (`keep` None), else each one alone (a top k built from a fused pool needs a few)."""
+    return tie_ranks(scores).__getitem__ if keep is None else partial(tie_rank, scores)
 
 
 def _best_first(totals: list[float]) -> list[int]:
