@@ -295,7 +295,7 @@ def control_data(
     return metadata, vectors
 
 
-def keys_of(legs: Legs, rows: list[int]) -> dict[int, tuple[str, int]]:
+def keys_of(legs: Legs, rows: Sequence[int]) -> dict[int, tuple[str, int]]:
     """Each row's stable key, which orders tied rows: (document id, chunk number)."""
     return {row: (c.document_id, c.n) for row, c in legs.snapshot.chunks(rows).items()}
 

@@ -9,7 +9,7 @@ setting scores exactly what a search with it would return (an unfiltered, unboos
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -136,7 +136,7 @@ class LegCache:
         top = ordered(head, self.keys_of(head.tied) if head.tied else {})
         return [c.row_id for c in top]
 
-    def keys_of(self, rows: list[int]) -> dict[int, tuple[str, int]]:
+    def keys_of(self, rows: Sequence[int]) -> dict[int, tuple[str, int]]:
         """Each row's stable key (document id, chunk number), which breaks ties as in a search."""
         wanted = [r for r in rows if r not in self._keys]
         if wanted:

@@ -8,8 +8,8 @@ import math
 import unicodedata
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import MISSING, dataclass, field, fields, replace
-from typing import Any
+from dataclasses import MISSING, dataclass, fields, replace
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -206,18 +206,18 @@ def tie_score(score: float) -> float:
     return float(format(score, _TIE_SPEC))
 
 
-@dataclass(frozen=True)
-class Head:
+class Head(NamedTuple):
     """A ranking's best `k` before the ties among them are put in their stable order: the
     first k as they stand when no two of them tie (`done`), else the candidates down to the
     k-th best tie score, best first, each with a key shared by exactly the rows of its tie
-    (`pairs`), and the rows of those ties (`tied`), whose stable keys order them."""
+    (`pairs`), how many rows each tie key holds (`sizes`), and the rows of those ties
+    (`tied`), whose stable keys order them."""
 
     k: int
     done: list[Candidate] | None = None
-    pairs: list[tuple[float, Candidate]] = field(default_factory=list)
-    tied: list[int] = field(default_factory=list)
-    sizes: Counter[float] = field(default_factory=Counter)
+    pairs: Sequence[tuple[float, Candidate]] = ()
+    tied: Sequence[int] = ()
+    sizes: Mapping[float, int] = {}
 
 
 def head_of(candidates: Sequence[Candidate], k: int) -> Head:
