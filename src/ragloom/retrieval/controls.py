@@ -1,4 +1,5 @@
-"""Post-fusion controls as pure functions: boosts, per-key caps and MMR diversity.
+"""Post-fusion controls as pure functions: boosts, the minimum score, per-key caps and MMR
+diversity.
 
 Each takes candidates (best first) and their rows' metadata (row id -> metadata), returns
 candidates best first, and records what it did on each candidate so `explain` can show it.
@@ -64,6 +65,13 @@ def apply_boosts(
 
 
 MISSING_POLICIES = ("keep", "group")
+
+
+def apply_min_score(candidates: Sequence[Candidate], min_score: float | None) -> list[Candidate]:
+    """Drop candidates whose final score is below `min_score`."""
+    if min_score is None:
+        return list(candidates)
+    return [c for c in candidates if c.score >= min_score]
 
 
 def cap_per_key(

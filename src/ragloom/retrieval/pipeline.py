@@ -5,7 +5,6 @@ digits, the weak dense-only hits, the minimum score, and the top k (then hydrati
 from __future__ import annotations
 
 import math
-import unicodedata
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import MISSING, dataclass, fields, replace
@@ -65,12 +64,6 @@ def candidate_of(fields: dict[str, Any]) -> Candidate:
     new = object.__new__(Candidate)
     object.__setattr__(new, "__dict__", fields)
     return new
-
-
-def asks_anything(query: str) -> bool:
-    """False for a query of only spaces and punctuation ("???", "-- //"): no word, number
-    or symbol (emoji, currency) a leg could match."""
-    return any(ch.isalnum() or unicodedata.category(ch) in ("So", "Sc", "Sm") for ch in query)
 
 
 def evolve(cand: Candidate, **changes: Any) -> Candidate:
@@ -192,13 +185,6 @@ def head_positions(
     while end < len(kept) and _tied(last, scores[kept[end]]):
         end += 1
     return kept[:end], dropped
-
-
-def apply_min_score(candidates: Sequence[Candidate], min_score: float | None) -> list[Candidate]:
-    """Drop candidates whose final score is below `min_score`."""
-    if min_score is None:
-        return list(candidates)
-    return [c for c in candidates if c.score >= min_score]
 
 
 def tie_score(score: float) -> float:

@@ -8,6 +8,7 @@ search with it returns."""
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -20,14 +21,7 @@ from ragloom.retrieval import controls
 from ragloom.retrieval.adaptive import Ranked
 from ragloom.retrieval.controls import MetadataOf
 from ragloom.retrieval.fusion import fuse
-from ragloom.retrieval.pipeline import (
-    Candidate,
-    Head,
-    apply_min_score,
-    asks_anything,
-    head_of,
-    tie_score,
-)
+from ragloom.retrieval.pipeline import Candidate, Head, head_of, tie_score
 from ragloom.retrieval.search_options import SearchOptions
 from ragloom.timing import timed
 
@@ -84,6 +78,12 @@ def plan_legs(query: str, options: SearchOptions, has_dense: bool) -> LegPlan:
         return LegPlan(mode, options.pool_depth)
     k = options.top_k  # one row past the cut: whether it ties with the k-th
     return LegPlan(mode, min(k + 1, MAX_TOP_K), k)
+
+
+def asks_anything(query: str) -> bool:
+    """False for a query of only spaces and punctuation ("???", "-- //"): no word, number
+    or symbol (emoji, currency) a leg could match."""
+    return any(ch.isalnum() or unicodedata.category(ch) in ("So", "Sc", "Sm") for ch in query)
 
 
 def tie_depth(scores: Any, k: int, depth: int, limit: int = MAX_TOP_K) -> int | None:
@@ -156,7 +156,7 @@ def refine(
         if metadata is None:
             raise InputError("boosts and caps need chunk metadata")
         candidates = controls.apply_boosts(candidates, options.boost_rules, metadata)
-    candidates = apply_min_score(candidates, options.min_score)
+    candidates = controls.apply_min_score(candidates, options.min_score)
     if options.caps:
         candidates = controls.cap_per_key(
             candidates,
