@@ -195,7 +195,7 @@ class Ingest:
                 policy = policy_of[key] = config.policy_for(d.source, d.language)
             policies[doc_id] = policy
         hashes = {
-            doc_id: content_hash(d, config, salt, policies[doc_id], metadata[doc_id])
+            doc_id: content_hash(d, metadata[doc_id], policies[doc_id], config.title_weight, salt)
             for doc_id, d in latest.items()
         }
         with self.store.snapshot() as snap:
