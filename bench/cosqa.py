@@ -21,7 +21,7 @@ from pathlib import Path
 from ragloom import Index
 from ragloom.evaluation.beir import load_beir
 from ragloom.evaluation.runner import build_index, evaluate_index, whole_document_config
-from ragloom.retrieval.search import SearchOptions
+from ragloom.retrieval.search_options import SearchOptions
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -31,7 +31,7 @@ from ragloom.embedding import resolve_embedder
 from ragloom.evaluation.beir import BeirDataset, load_beir
 from ragloom.evaluation.runner import EVAL_COLLECTION, evaluate_index
 from ragloom.index import Index
-from ragloom.retrieval.search import SearchOptions
+from ragloom.retrieval.search_options import SearchOptions
 
 FLOORS = [round(0.05 * i, 2) for i in range(13)]  # 0.00 .. 0.60
 

@@ -1,5 +1,5 @@
 """Scoring vectors against a query: `vectors @ query` (OpenBLAS's threaded gemv) against
-`np.vecdot` (each row's dot product, single-threaded), the choice `ragloom.dense.views`
+`np.vecdot` (each row's dot product, single-threaded), the choice `ragloom.dense.cosine_search`
 makes. Measured with every core free, then with one core kept busy by another process (a
 shared machine, a server beside other work): a threaded product waits for a thread on the
 busy core.

@@ -22,12 +22,12 @@ import time
 from pathlib import Path
 
 from ragloom.evaluation.beir import load_beir
-from ragloom.evaluation.legs import LegCache
+from ragloom.evaluation.leg_cache import LegCache
 from ragloom.evaluation.prepare import prepared_index
 from ragloom.evaluation.runner import EVAL_COLLECTION, whole_document_config
 from ragloom.evaluation.suite import Scorer, Setting
 from ragloom.retrieval.adaptive import collection_dense_weight
-from ragloom.retrieval.search import SearchOptions
+from ragloom.retrieval.search_options import SearchOptions
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ("scifact", "cranfield", "cosqa")

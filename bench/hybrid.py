@@ -32,7 +32,7 @@ from ragloom.evaluation.runner import (
     whole_document_config,
 )
 from ragloom.index import embedding_text
-from ragloom.retrieval.search import SearchOptions
+from ragloom.retrieval.search_options import SearchOptions
 
 CONFIGS = {
     "lexical (BM25)": SearchOptions(mode="lexical"),

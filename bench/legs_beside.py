@@ -1,4 +1,4 @@
-"""A hybrid query's legs one after the other vs beside each other (ragloom.retrieval.beside).
+"""A hybrid query's legs one after the other vs beside each other (ragloom.engine.beside).
 
 Usage: python bench/legs_beside.py INDEX [--queries 400] [--rounds 2]
        [--cache /tmp/ragloom-scale/cache]

@@ -32,7 +32,7 @@ from interleave import alternate, spread  # noqa: E402
 from scale_data import BenchEmbedder, Corpus, query_words  # noqa: E402
 
 from ragloom import Index  # noqa: E402
-from ragloom.engine.options import search_options  # noqa: E402
+from ragloom.engine.keywords import search_options  # noqa: E402
 from ragloom.text.stopwords import ENGLISH  # noqa: E402
 
 

@@ -32,7 +32,7 @@ from interleave import spread  # noqa: E402
 from scale_data import Corpus, hybrid_words, query_chunks, query_words  # noqa: E402
 
 from ragloom import Index  # noqa: E402
-from ragloom.engine.options import search_options  # noqa: E402
+from ragloom.engine.keywords import search_options  # noqa: E402
 from ragloom.lexical import topk  # noqa: E402
 
 WAYS = {  # name -> (MAXSCORE_SHARE, MAXSCORE_WALKED)

@@ -54,7 +54,7 @@ from scale_qdrant import (  # noqa: E402
 )
 
 from ragloom import Index  # noqa: E402
-from ragloom.engine.options import search_options  # noqa: E402
+from ragloom.engine.keywords import search_options  # noqa: E402
 
 NO_MATCH = "zzqxv"  # every syllable of the corpus's words holds a vowel: this word has none
 KINDS = (

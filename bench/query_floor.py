@@ -32,7 +32,8 @@ from scale_data import query_words  # noqa: E402
 from scale_qdrant import bm25_model, lexical_request  # noqa: E402
 
 from ragloom import Index  # noqa: E402
-from ragloom.engine.options import search_options  # noqa: E402
+from ragloom.engine.keywords import search_options  # noqa: E402
+from ragloom.store.base import LexicalQuery  # noqa: E402
 from ragloom.text import analyzer_for  # noqa: E402
 
 BLOCK = 200
@@ -49,7 +50,8 @@ def bare_route(index: Index, query: str, with_text: bool) -> Callable[[], object
 
     def run() -> object:
         with store.snapshot() as snap:
-            rows, scores = snap.collection("default").lexical(analyzer.terms(query), 10, bm25)
+            asked = LexicalQuery(analyzer.terms(query), bm25)
+            rows, scores = snap.collection("default").lexical(asked, 10)
             if not with_text:
                 return rows.tolist(), scores.tolist()
             rows = rows.tolist()

@@ -27,8 +27,8 @@ from scale_peers import build_bm25s, exact_topk
 from scale_qdrant import build_qdrant, serve_qdrant
 
 from ragloom import Document, Index
-from ragloom.engine.calibration import stale_collections
-from ragloom.engine.options import search_options
+from ragloom.engine.calibration import needs_profile
+from ragloom.engine.keywords import search_options
 
 BATCH = 10_000
 
@@ -194,7 +194,13 @@ def query_mix(index: Index, n: int, corpus: Corpus, table: np.ndarray, recall: b
 def _pending(index: Index) -> list[str]:
     """Background work the opener still has to do: flushes, merges, graphs, and a fusion
     profile the batched build left stale (refreshed 15 s after open without writes)."""
-    stale = [f"{name}: fusion profile" for name in stale_collections(index.store)]
+    with index.store.snapshot() as snap:
+        readers = {name: snap.collection(name) for name in sorted(snap.collections())}
+        stale = [
+            f"{name}: fusion profile"
+            for name, reader in readers.items()
+            if needs_profile(reader.config, reader.size())
+        ]
     return index.store.maintenance.outstanding() + stale
 
 

@@ -24,13 +24,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 os.environ.setdefault("RAGLOOM_EMBEDDER", "none")  # the target is lexical: no model in the loop
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests.server_launch
 
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
 import ragloom  # noqa: E402
 from ragloom.evaluation.beir import load_beir  # noqa: E402
-from ragloom.server.launch import ServerProcess  # noqa: E402
+from tests.server_launch import ServerProcess  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = Path(os.environ.get("RAGLOOM_DATA", REPO.parent / "shared" / "data")) / "scifact"

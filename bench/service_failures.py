@@ -21,8 +21,8 @@ from rich.table import Table
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests.embed_server
 
 from ragloom import Document, Index  # noqa: E402
-from ragloom.server.launch import free_port  # noqa: E402
 from tests.embed_server import EmbedServer  # noqa: E402
+from tests.server_launch import free_port  # noqa: E402
 
 DOCS = [Document(f"d{i}", f"note {i} about retries, caches and timeouts") for i in range(50)]
 

@@ -47,6 +47,7 @@ from ragloom import Document, Index
 from ragloom.evaluation.runner import whole_document_config
 from ragloom.lexical import BM25Params, bm25_idf
 from ragloom.local_postgres import remove, scratch_folder, start_primary
+from ragloom.store.base import LexicalQuery
 from ragloom.text import analyzer_for
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -194,7 +195,7 @@ def designs(sharded: Index, fdw: psycopg.Connection, texts: list[str]) -> tuple[
         terms = tokenizer.terms(text)
         started = time.perf_counter()
         with sharded.store.snapshot() as snap:
-            rows, scores = snap.collection("bench").lexical(terms, 10, params)
+            rows, scores = snap.collection("bench").lexical(LexicalQuery(terms, params), 10)
         times["route"].append(time.perf_counter() - started)
         started = time.perf_counter()
         remote = fdw_lexical(fdw, terms, 10, params)

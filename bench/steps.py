@@ -40,7 +40,7 @@ from ragloom.evaluation.runner import (  # noqa: E402
 from ragloom.llm import OpenAIChat  # noqa: E402
 from ragloom.rerank.http import TEIReranker  # noqa: E402
 from ragloom.rerank.onnx import CrossEncoder  # noqa: E402
-from ragloom.retrieval.search import SearchOptions  # noqa: E402
+from ragloom.retrieval.search_options import SearchOptions  # noqa: E402
 from tests.llm_server import LLMServer  # noqa: E402
 
 console = Console(width=140)

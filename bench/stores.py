@@ -31,7 +31,7 @@ from ragloom.evaluation.runner import (
     evaluate_index,
     whole_document_config,
 )
-from ragloom.retrieval.search import SearchOptions
+from ragloom.retrieval.search_options import SearchOptions
 from ragloom.store.migrate import migrate
 
 MODES = {

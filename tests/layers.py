@@ -10,7 +10,8 @@ name. An import of a package's parent
 
 A room's floor is one above the highest room it imports, so every import points down exactly
 when the rooms form no circle. Run `python tests/layers.py [SRC]` to print the floors, the
-imports that point up (those inside a circle of rooms) and the circles of modules.
+imports that point up (those inside a circle of rooms) and the circles of modules, and
+`python tests/layers.py --markdown` for the floor table docs/architecture.md shows.
 """
 
 from __future__ import annotations
@@ -30,10 +31,12 @@ NAMED = re.compile(r"^(ragloom(\.\w+)+):\w+$")
 
 @dataclass
 class Graph:
-    """Modules and the imports between them (module -> module -> line numbers)."""
+    """Modules and the imports between them (module -> module -> line numbers), and which
+    of them are lazy (inside a function or a class, under TYPE_CHECKING, or by name)."""
 
     modules: dict[str, Path]
     imports: dict[str, dict[str, list[int]]] = field(default_factory=dict)
+    lazy: dict[str, dict[str, list[int]]] = field(default_factory=dict)
 
     def room(self, module: str) -> str:
         parts = module.split(".")
@@ -93,6 +96,27 @@ def _imported(node: ast.AST, module: str, is_package: bool, modules: dict[str, P
         yield submodule if submodule in modules else _resolve(base, modules)
 
 
+def _eager(tree: ast.Module) -> set[int]:
+    """The import statements that run when the module is imported: at its top level, in
+    blocks of the top level (if, try, with), but not under `if TYPE_CHECKING:`."""
+    found: set[int] = set()
+    blocks: list[list[ast.stmt]] = [tree.body]
+    while blocks:
+        for node in blocks.pop():
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                found.add(id(node))
+            elif isinstance(node, ast.If):
+                if "TYPE_CHECKING" not in ast.unparse(node.test):
+                    blocks.append(node.body)
+                blocks.append(node.orelse)
+            elif isinstance(node, ast.Try):
+                blocks += [node.body, node.orelse, node.finalbody]
+                blocks += [handler.body for handler in node.handlers]
+            elif isinstance(node, ast.With):
+                blocks.append(node.body)
+    return found
+
+
 def read_graph(src: Path = SRC) -> Graph:
     """Every module under `src/ragloom` and every import between them."""
     files = sorted((src / ROOT).rglob("*.py"))
@@ -100,14 +124,53 @@ def read_graph(src: Path = SRC) -> Graph:
     graph = Graph(modules)
     for module, path in modules.items():
         tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+        eager = _eager(tree)
         targets = graph.imports.setdefault(module, {})
+        lazy = graph.lazy.setdefault(module, {})
         for node in ast.walk(tree):
             for target in _imported(node, module, path.name == "__init__.py", modules):
                 if target and target != module:
-                    lines = targets.setdefault(target, [])
-                    if node.lineno not in lines:
-                        lines.append(node.lineno)
+                    for table in (targets, lazy) if id(node) not in eager else (targets,):
+                        lines = table.setdefault(target, [])
+                        if node.lineno not in lines:
+                            lines.append(node.lineno)
     return graph
+
+
+def lazy_upward(graph: Graph) -> list[str]:
+    """The lazy imports that point up: those from a room into another that alone put the
+    importer above it (without them the imported room would stand on the importer's floor
+    or above). A lazy import may put off an import's cost (an optional extra, a command's
+    start-up) where the rest of the code already stands above what it imports, never hide
+    a dependency that runs the other way. The package root, above every room by design,
+    keeps `import ragloom` light with lazy names."""
+    rooms: dict[str, set[str]] = {graph.room(m): set() for m in graph.modules}
+    only_lazy: dict[tuple[str, str], list[tuple[str, str, int]]] = {}
+    eager_pairs: set[tuple[str, str]] = set()
+    for source, targets in graph.imports.items():
+        for target, lines in targets.items():
+            pair = (graph.room(source), graph.room(target))
+            if pair[0] == pair[1]:
+                continue
+            rooms[pair[0]].add(pair[1])
+            lazy = graph.lazy.get(source, {}).get(target, [])
+            if set(lines) - set(lazy):
+                eager_pairs.add(pair)
+            only_lazy.setdefault(pair, []).extend((source, target, n) for n in lazy)
+    found = []
+    for (low, high), items in sorted(only_lazy.items()):
+        if (low, high) in eager_pairs or low == ROOT or not items:
+            continue
+        without = {
+            room: targets - {high} if room == low else targets for room, targets in rooms.items()
+        }
+        floor_of = floors(without)
+        if floor_of[high] >= floor_of[low]:
+            found += [
+                f"{a} -> {b} (line {n}): floor {floor_of[low]} -> {floor_of[high]}"
+                for a, b, n in items
+            ]
+    return found
 
 
 def circles(edges: dict[str, Iterable[str]]) -> list[list[str]]:
@@ -219,5 +282,18 @@ def report(src: Path = SRC) -> Report:
     return Report(floors(room_edges), room_circles, upward, circles(module_edges))
 
 
+def floor_table(found: Report) -> list[str]:
+    """The floors as docs/architecture.md shows them: a Markdown table, top floor first, each
+    room by its module name (the package root as `ragloom`)."""
+    out = ["| floor | rooms |", "|---|---|"]
+    for level in sorted(set(found.floors.values()), reverse=True):
+        rooms = sorted(r for r, f in found.floors.items() if f == level)
+        names = ", ".join(f"`{ROOT if r == ROOT else f'{ROOT}.{r}'}`" for r in rooms)
+        out.append(f"| {level} | {names} |")
+    return out
+
+
 if __name__ == "__main__":
-    print("\n".join(report(Path(sys.argv[1]) if len(sys.argv) > 1 else SRC).lines()))
+    arguments = [a for a in sys.argv[1:] if a != "--markdown"]
+    found = report(Path(arguments[0]) if arguments else SRC)
+    print("\n".join(floor_table(found) if "--markdown" in sys.argv else found.lines()))

@@ -4,10 +4,12 @@ binaries, and URLs naming them as one set with a schema of a test's own."""
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from ragloom.local_postgres import LocalCluster, remove, scratch_folder, start_primary
+from ragloom.store.shards import commit
 
 
 @dataclass
@@ -32,3 +34,22 @@ def start_shards(count: int) -> ShardServers:
     folder = scratch_folder()
     clusters = [start_primary(folder / f"shard{i}") for i in range(count)]
     return ShardServers(folder, clusters)
+
+
+def inject_faults(fault: Callable[[str, int, str], None]) -> dict[str, Callable[..., None]]:
+    """A test's fault points in a shard set's two-phase commit: `commit.prepare` and
+    `commit.commit_prepared` as they are, then `fault(step, shard, gid)` right after one
+    participant's PREPARE ("prepared") or COMMIT PREPARED ("committed"), so a test can kill a
+    server or the writer exactly between the two phases. Set them on the module (the
+    writer's `monkeypatch.setattr(commit, name, f)` for each)."""
+    real_prepare, real_commit = commit.prepare, commit.commit_prepared
+
+    def prepare(part: commit.Participant, gid: str) -> None:
+        real_prepare(part, gid)
+        fault("prepared", part.shard, gid)
+
+    def commit_prepared(part: commit.Participant, gid: str) -> None:
+        real_commit(part, gid)
+        fault("committed", part.shard, gid)
+
+    return {"prepare": prepare, "commit_prepared": commit_prepared}

@@ -11,27 +11,22 @@ from ragloom.errors import InputError
 from ragloom.lexical import BM25Params, bm25_ceiling, bm25_idf, bm25_weights
 from ragloom.retrieval.adaptive import (
     BOUNDS,
-    adaptive_fusion,
     collection_dense_weight,
     dense_shares,
     lexical_shares,
     query_weights,
     support,
 )
-from ragloom.retrieval.fusion import _merge, fuse
-from ragloom.retrieval.pipeline import DENSE, LEXICAL, leg_candidates
+from ragloom.retrieval.fusion import fuse
 from ragloom.retrieval.probes import cut_probe, probe_order, reciprocal_rank, rest_bm25
 
 
 def legs(lex: dict[int, float], dense: dict[int, float]):
-    return {
-        LEXICAL: leg_candidates(
-            LEXICAL, np.array(list(lex), np.int64), np.array(list(lex.values()))
-        ),
-        DENSE: leg_candidates(
-            DENSE, np.array(list(dense), np.int64), np.array(list(dense.values()))
-        ),
-    }
+    """The two legs' answers: row ids and scores, best first."""
+    return (
+        (np.array(list(lex), np.int64), np.array(list(lex.values()), np.float64)),
+        (np.array(list(dense), np.int64), np.array(list(dense.values()), np.float64)),
+    )
 
 
 def test_collection_weight_follows_the_probes_cubed_and_stays_in_bounds():
@@ -80,7 +75,7 @@ def test_shares_are_on_absolute_scales():
 
 def test_adaptive_score_is_the_weighted_mean_of_the_shares():
     given = legs({1: 6.0, 2: 3.0}, {2: 0.8, 3: 0.4})
-    fused = adaptive_fusion(given, _merge(given), 12.0, None)
+    fused, _ = fuse(*given, ceiling=12.0)
     by_row = {c.row_id: c for c in fused}
     weights = by_row[1].fusion_detail
     assert weights.lexical + weights.dense == pytest.approx(1.0)
@@ -97,28 +92,26 @@ def test_adaptive_score_is_the_weighted_mean_of_the_shares():
 
 def test_a_lone_hit_scores_its_shares_not_zero():
     given = legs({5: 4.0}, {5: 0.6})
-    (only,) = fuse(given, "adaptive", ceiling=10.0)
+    (only,), _ = fuse(*given, ceiling=10.0)
     weights = only.fusion_detail
     assert only.score == pytest.approx(weights.lexical * 0.4 + weights.dense * 0.6)
     assert only.score > 0
-    (lexical_only,) = fuse(legs({5: 4.0}, {}), "adaptive", ceiling=10.0)
+    (lexical_only,), _ = fuse(*legs({5: 4.0}, {}), ceiling=10.0)
     assert lexical_only.score > 0
 
 
 def test_metadata_weight_keeps_the_score_within_one():
     given = legs({1: 10.0}, {1: 1.0})
-    (hit,) = fuse(
-        given, "adaptive", ceiling=10.0, weights={"metadata": 1.0}, metadata_scores=lambda r: 1.0
-    )
+    (hit,), _ = fuse(*given, ceiling=10.0, weights={"metadata": 1.0}, preferences={1: 1.0})
     assert hit.score == pytest.approx(1.0) and hit.metadata_score == 1.0
     with pytest.raises(InputError, match="unknown leg"):
-        fuse(given, "adaptive", weights={"sparse": 1.0})
+        fuse(*given, weights={"sparse": 1.0})
 
 
 def test_weighted_zscore_scores_are_never_negative_and_a_lone_hit_is_one_half():
-    fused = fuse(legs({1: 9.0, 2: 1.0, 3: 0.5}, {4: 0.9, 5: 0.1}), "weighted")
+    fused, _ = fuse(*legs({1: 9.0, 2: 1.0, 3: 0.5}, {4: 0.9, 5: 0.1}), method="weighted")
     assert min(c.score for c in fused) > 0.0
-    (lone,) = fuse(legs({1: 9.0}, {1: 0.9}), "weighted")
+    (lone,), _ = fuse(*legs({1: 9.0}, {1: 0.9}), method="weighted")
     assert lone.score == pytest.approx(0.5)
 
 

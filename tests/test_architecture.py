@@ -133,3 +133,18 @@ def test_nothing_points_to_a_document_outside_the_repository() -> None:
             if "://" not in target:
                 assert (page.parent / target).resolve().is_relative_to(ROOT), (page, target)
                 assert (page.parent / target).exists(), (page.name, target)
+
+
+def test_the_floor_table_is_the_codes() -> None:
+    """The Layers section's table is what the imports give (`python tests/layers.py
+    --markdown` prints it): a floor drawn from the code, not from memory."""
+    from tests.layers import floor_table, report
+
+    lines = MAP.splitlines()
+    start = lines.index("| floor | rooms |")
+    shown = []
+    for line in lines[start:]:
+        if not line.startswith("|"):
+            break
+        shown.append(line)
+    assert shown == floor_table(report()), "\n".join(floor_table(report()))

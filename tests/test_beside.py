@@ -1,4 +1,4 @@
-"""A hybrid search's legs side by side (`ragloom.retrieval.beside`: the lexical leg on a
+"""A hybrid search's legs side by side (`ragloom.engine.beside`: the lexical leg on a
 worker, the dense leg in the calling thread): where they run, that the worker never outlives
 its block, that results do not change, and how their time is reported."""
 
@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 import ragloom
+from ragloom.engine import beside as beside_module
+from ragloom.engine import legs as legs_module
+from ragloom.engine.beside import WORKERS, Beside
 from ragloom.errors import EmbeddingError
-from ragloom.retrieval import beside as beside_module
-from ragloom.retrieval import side_by_side
-from ragloom.retrieval.beside import WORKERS, Beside
 from ragloom.timing import StageTimer, timed
 
 from .embed_server import EmbedServer
@@ -54,13 +54,13 @@ def threads(model, monkeypatch: pytest.MonkeyPatch) -> list[str]:
 def lexical_threads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """Names of the threads that run a search's lexical leg."""
     seen: list[str] = []
-    real = side_by_side.lexical_side
+    real = legs_module.lexical_side
 
     def recording(*args):
         seen.append(threading.current_thread().name)
         return real(*args)
 
-    monkeypatch.setattr(side_by_side, "lexical_side", recording)
+    monkeypatch.setattr(legs_module, "lexical_side", recording)
     return seen
 
 
@@ -73,7 +73,7 @@ def spy_on_beside(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
             super().__init__(fn, *args, start=start)
             started.append(self.in_background)
 
-    monkeypatch.setattr(side_by_side, "Beside", Spy)
+    monkeypatch.setattr(legs_module, "Beside", Spy)
     return started
 
 
@@ -136,8 +136,6 @@ def test_a_filter_leaving_many_chunks_runs_the_legs_side_by_side(
     """With the vector at hand, a filtered hybrid search runs its legs side by side when the
     filter leaves at least `BESIDE_ELIGIBLE` live chunks (deleted ones not counted), else
     in line; the hits are the same either way."""
-    from ragloom.engine import legs as legs_module
-
     started = spy_on_beside(monkeypatch)
     monkeypatch.setattr(legs_module, "BESIDE_ELIGIBLE", 3)
     with ragloom.Index(tmp_path / "i.db", embedder="local") as index:

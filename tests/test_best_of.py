@@ -8,8 +8,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ragloom import topn
 from ragloom.compiled import Compiled
+from ragloom.dense import topn
 
 
 @pytest.fixture(autouse=True)

@@ -11,11 +11,11 @@ import pytest
 from ragloom.config import CollectionConfig
 from ragloom.filters import parse_filter
 from ragloom.lexical import BM25Params, bm25_idf
-from ragloom.lexical.views import search_view
-from ragloom.segments.build import build_segment
+from ragloom.lexical.bm25_search import search_view
 from ragloom.segments.merge_memory import compact_memory, merge_parts
 from ragloom.segments.postings import Postings
 from ragloom.segments.view import CollectionView, Part
+from tests.segment_data import build_segment
 
 
 def postings(pairs: dict[int, int]) -> Postings:

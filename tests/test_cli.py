@@ -13,7 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from ragloom.server.launch import free_port
+from tests.server_launch import free_port
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 

@@ -10,7 +10,7 @@ import ragloom
 from ragloom import Client, Document, Hit, IndexReport
 from ragloom.client import ConnectionFailed
 from ragloom.server.errors import Forbidden, InvalidRequest, PayloadTooLarge, Unauthorized
-from ragloom.server.launch import ServerProcess, free_port
+from tests.server_launch import ServerProcess, free_port
 
 TOKEN = "client-token"
 

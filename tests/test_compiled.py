@@ -13,8 +13,8 @@ from ragloom.compiled import Compiled
 from ragloom.lexical import cursors, kernels, maxscore, topk, windows
 from ragloom.lexical.bm25 import BM25Params, bm25_idf
 from ragloom.lexical.topk import Stats, Target, search
-from ragloom.segments.build import build_segment
 from ragloom.segments.postings import Postings
+from tests.segment_data import build_segment
 
 
 def _pieces() -> dict[tuple[object, str], object]:

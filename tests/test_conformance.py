@@ -23,7 +23,7 @@ import pytest
 import ragloom
 from ragloom.contract import ARGUMENTS, offered
 from ragloom.errors import RagloomError
-from ragloom.server.launch import ServerProcess
+from tests.server_launch import ServerProcess
 
 DOCS = [
     ("key", "Mira forged the silver key in the north tower.", {"book": 1, "tags": ["forge"]}),

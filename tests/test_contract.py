@@ -7,7 +7,7 @@ import pytest
 
 from ragloom.contract import OPTIONS, SEARCH_OPTIONS, offered
 from ragloom.contract.schema import check_value
-from ragloom.engine.options import search_options
+from ragloom.engine.keywords import search_options
 from ragloom.errors import InputError
 from ragloom.server.requests import CollectionRequest, QueryRequest
 from ragloom.tools import SCHEMAS
@@ -46,7 +46,7 @@ def test_tool_schemas_come_from_the_declaration(option) -> None:
 
 
 def test_every_library_option_is_a_search_keyword() -> None:
-    from ragloom.engine.options import KNOWN
+    from ragloom.engine.keywords import KNOWN
 
     assert {o.keyword for o in offered("library")} <= KNOWN
 

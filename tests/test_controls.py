@@ -13,7 +13,7 @@ from ragloom.retrieval.controls import (
     maximal_marginal_relevance,
 )
 from ragloom.retrieval.pipeline import Candidate
-from ragloom.retrieval.search import SearchOptions, parse_diversity
+from ragloom.retrieval.search_options import SearchOptions, parse_diversity
 
 META = {
     1: {"chapter_num": 9, "scholar_id": "calvin", "tradition": "reformed"},
@@ -35,7 +35,7 @@ def cands(scores: dict[int, float]) -> list[Candidate]:
 
 def test_boost_math_is_exact_and_only_where_rules_match():
     rules = [BoostRule.parse(b) for b in STUDY_BOOSTS]
-    out = apply_boosts(cands({1: 1.0, 2: 1.0, 3: 1.0, 4: 0.5, 5: 0.9}), rules, META.__getitem__)
+    out = apply_boosts(cands({1: 1.0, 2: 1.0, 3: 1.0, 4: 0.5, 5: 0.9}), rules, META)
     by_row = {c.row_id: c for c in out}
     assert by_row[1].score == pytest.approx(1.0 * 1.5 * 1.1 * 1.05)
     assert by_row[2].score == pytest.approx(1.0 * 1.1 * 1.05)
@@ -57,13 +57,13 @@ def test_equal_boosts_never_invert_order():
     # rows 1 and 3... all chapter 9 rows get at least 1.5: among rows with the SAME boosts
     # the original order must hold
     scores = {1: 0.9, 2: 0.8, 4: 0.7}  # all calvin/reformed, boosts differ only by chapter
-    out = apply_boosts(cands(scores), rules, META.__getitem__)
+    out = apply_boosts(cands(scores), rules, META)
     same = [c for c in out if c.row_id in (2, 4)]  # identical boosts (1.1 * 1.05)
     assert [c.row_id for c in same] == [2, 4]
 
 
 def test_cap_per_key_keeps_the_best_two_per_scholar():
-    out = cap_per_key(cands({1: 5, 2: 4, 3: 3.5, 4: 3, 5: 2}), {"scholar_id": 2}, META.__getitem__)
+    out = cap_per_key(cands({1: 5, 2: 4, 3: 3.5, 4: 3, 5: 2}), {"scholar_id": 2}, META)
     assert [c.row_id for c in out] == [1, 2, 3, 5]
     assert out[1].diversity == ("scholar_id='calvin': #2 of 2",)
 
@@ -86,18 +86,17 @@ def study_cands() -> list[Candidate]:
     return cands({row: score for row, (_, score) in STUDY.items()})
 
 
-def study_meta(row: int) -> dict:
-    return STUDY[row][0]
+STUDY_META = {row: fields for row, (fields, _) in STUDY.items()}
 
 
 def test_cap_per_key_never_caps_hits_without_the_key():
-    out = cap_per_key(study_cands(), {"scholar_id": 2}, study_meta)
+    out = cap_per_key(study_cands(), {"scholar_id": 2}, STUDY_META)
     assert [c.row_id for c in out] == [10, 11, 12, 13, 15, 16, 17]  # only calvin's third goes
     assert out[1].diversity == ()  # nothing was counted for the scholar-less chunk
 
 
 def test_cap_per_key_can_group_hits_without_the_key():
-    out = cap_per_key(study_cands(), {"scholar_id": 2}, study_meta, missing="group")
+    out = cap_per_key(study_cands(), {"scholar_id": 2}, STUDY_META, missing="group")
     assert [c.row_id for c in out] == [10, 11, 12, 13, 17]
     assert out[3].diversity == ("scholar_id=None: #2 of 2",)
 

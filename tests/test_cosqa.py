@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from ragloom.evaluation.runner import run_beir, whole_document_config
+from ragloom.evaluation.runner import whole_document_config
+from tests.eval_data import run_beir
 
 from .conftest import shared_dataset
 

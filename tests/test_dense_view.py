@@ -1,7 +1,7 @@
-"""The dense leg over several segments (`ragloom.dense.views.search_view`) equals scoring every
-live chunk's vector: the same rows, the same float32 cosines, best first and ties to the lower
-row, whether a segment's scores reach the view whole (a small pool) or cut to its top k first
-(a large one), with deletes in between."""
+"""The dense leg over several segments (`ragloom.dense.cosine_search.search_view`) equals
+scoring every live chunk's vector: the same rows, the same float32 cosines, best first and
+ties to the lower row, whether a segment's scores reach the view whole (a small pool) or cut
+to its top k first (a large one), with deletes in between."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from ragloom import Document, Index
-from ragloom.dense import views
+from ragloom.dense import cosine_search
 from ragloom.embedding.base import Embedder, normalize_rows
 
 
@@ -59,14 +59,14 @@ def test_the_view_equals_scoring_every_live_vector(view_index: Index) -> None:
     with view_index.store.snapshot() as snap:
         view = snap.collection("default").view
         sizes = [p.segment.n for p in view.parts]
-        assert len(sizes) >= 2 and max(sizes) > views.FEW_SCORED  # both kinds of pool
-        assert min(sizes) <= views.FEW_SCORED
+        assert len(sizes) >= 2 and max(sizes) > cosine_search.FEW_SCORED  # both kinds of pool
+        assert min(sizes) <= cosine_search.FEW_SCORED
         rows, vectors = _every_live_vector(view)
         for seed in range(40):
             query = Grouped().embed_query(f"w{seed % 97} query")
             scores = np.einsum("ij,j->i", vectors, query).astype(np.float32)
             for k in (1, 5, 10, 40):
                 order = np.lexsort((rows, -scores))[:k]
-                got_rows, got_scores = views.search_view(view, query, k)
+                got_rows, got_scores = cosine_search.search_view(view, query, k)
                 assert got_rows.tolist() == rows[order].tolist()
                 np.testing.assert_allclose(got_scores, scores[order], rtol=0, atol=1e-6)

@@ -13,8 +13,8 @@ import pytest
 import ragloom
 from ragloom import Document
 from ragloom.remote import Timeouts
-from ragloom.server.launch import ServerProcess
 from tests.embed_server import EmbedServer
+from tests.server_launch import ServerProcess
 
 LIMIT = 2.0  # seconds a user waits for an answer
 DOCS = [

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from ragloom.evaluation.runner import run_beir
+from tests.eval_data import run_beir
 
 from .conftest import shared_dataset
 

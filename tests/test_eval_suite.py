@@ -11,13 +11,13 @@ import pytest
 from ragloom import Index
 from ragloom.errors import InputError
 from ragloom.evaluation.beir import load_beir
-from ragloom.evaluation.legs import LegCache
+from ragloom.evaluation.leg_cache import LegCache
 from ragloom.evaluation.metrics import evaluate_run
 from ragloom.evaluation.prepare import manifest_path, prepared_index
 from ragloom.evaluation.report import render_report
 from ragloom.evaluation.runner import EVAL_COLLECTION, rank_documents, whole_document_config
 from ragloom.evaluation.suite import parse_modes, run_suite, settings_for
-from ragloom.retrieval.search import SearchOptions
+from ragloom.retrieval.search_options import SearchOptions
 
 from .embed_server import EmbedServer
 from .eval_data import write_collection

@@ -12,6 +12,7 @@ from ragloom.lexical.bm25 import BM25Params, bm25_idf
 from ragloom.retrieval.hops import parse_decision
 from ragloom.retrieval.pipeline import Candidate
 from ragloom.retrieval.variants import merge_variants
+from ragloom.store.base import LexicalQuery
 
 Q = "how do I persist models"
 
@@ -57,9 +58,8 @@ def test_weighted_lexical_equals_a_direct_computation(tmp_path):
         with index.store.snapshot() as snap:
             reader = snap.collection("default")
             weights = {"silver": 0.7, "key": 0.2, "gate": 0.1}
-            rows, scores = reader.lexical_weighted(
-                list(weights), list(weights.values()), 10, BM25Params()
-            )
+            query = LexicalQuery(list(weights), BM25Params(), weights=list(weights.values()))
+            rows, scores = reader.lexical(query, 10)
             df, n = reader.document_frequencies(["silver", "key", "gate", "nope"])
             chunks = snap.chunks(rows.tolist())
     assert df == {"silver": 2, "key": 2, "gate": 2} and n == 5

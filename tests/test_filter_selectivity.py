@@ -17,12 +17,12 @@ from ragloom.retrieval.pipeline import (
     LEXICAL,
     drop_weak_dense_only,
     leg_candidates,
-    top_k,
 )
-from ragloom.retrieval.search import SearchOptions
+from ragloom.retrieval.search_options import SearchOptions
 
 from .conftest import shared_dataset
 from .embed_server import EmbedServer
+from .fusion_reference import top_k
 
 pytestmark = pytest.mark.slow
 EVERYTHING = 10_000

@@ -68,7 +68,7 @@ def test_mistyped_is_a_pure_check() -> None:
 
 
 def test_command_line_and_http_name_the_mismatch(tmp_path) -> None:
-    from ragloom.server.launch import ServerProcess
+    from tests.server_launch import ServerProcess
 
     path = tmp_path / "i.db"
     with ragloom.Index(path, embedder=None) as index:

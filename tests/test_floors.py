@@ -12,21 +12,18 @@ from ragloom import Document, Index
 from ragloom.embedding import floors
 from ragloom.embedding.floors import dense_floor_of, floor_for, model_floor
 from ragloom.embedding.local import LocalEmbedder
-from ragloom.retrieval.search import SearchOptions, rank
+from ragloom.retrieval.ranking import LegAnswers, plan_legs, rank_answers
+from ragloom.retrieval.search_options import SearchOptions
 
 LEXICAL_ROWS = np.array([1, 2], np.int64)
 DENSE_ROWS = np.array([3, 4, 5, 1], np.int64)
 DENSE_COSINES = np.array([0.52, 0.40, 0.31, 0.2])  # rows 3-5 are found by the dense leg only
 
 
-def legs():
-    def lexical(_: str, depth: int):
-        return LEXICAL_ROWS[:depth], np.array([3.0, 2.0])[:depth]
-
-    def dense(_: str, depth: int):
-        return DENSE_ROWS[:depth], DENSE_COSINES[:depth]
-
-    return lexical, dense
+def rank(options: SearchOptions, dense_floor: float | None):
+    """A hybrid search's ranking of these two legs' answers."""
+    answers = LegAnswers((LEXICAL_ROWS, np.array([3.0, 2.0])), (DENSE_ROWS, DENSE_COSINES))
+    return rank_answers(plan_legs("q", options, True), answers, options, dense_floor)
 
 
 def dense_only(ranking) -> list[int]:
@@ -34,7 +31,7 @@ def dense_only(ranking) -> list[int]:
 
 
 def test_the_models_floor_applies_when_no_value_is_given() -> None:
-    ranking = rank("q", SearchOptions(mode="hybrid", top_k=10), *legs(), dense_floor=0.35)
+    ranking = rank(SearchOptions(mode="hybrid", top_k=10), dense_floor=0.35)
     assert dense_only(ranking) == [3, 4]
     assert (ranking.floor, ranking.below_floor) == (0.35, 1)
 
@@ -42,12 +39,12 @@ def test_the_models_floor_applies_when_no_value_is_given() -> None:
 @pytest.mark.parametrize(("explicit", "kept"), [(0.45, [3]), (0.0, [3, 4, 5]), (-1.0, [3, 4, 5])])
 def test_an_explicit_value_is_always_honoured(explicit: float, kept: list[int]) -> None:
     options = SearchOptions(mode="hybrid", top_k=10, min_dense_similarity=explicit)
-    ranking = rank("q", options, *legs(), dense_floor=0.35)
+    ranking = rank(options, dense_floor=0.35)
     assert dense_only(ranking) == kept and ranking.floor == explicit
 
 
 def test_no_floor_for_a_model_nobody_measured() -> None:
-    ranking = rank("q", SearchOptions(mode="hybrid", top_k=10), *legs(), dense_floor=None)
+    ranking = rank(SearchOptions(mode="hybrid", top_k=10), dense_floor=None)
     assert dense_only(ranking) == [3, 4, 5]
     assert (ranking.floor, ranking.below_floor) == (None, 0)
     assert floor_for("some-private-model") is None

@@ -251,8 +251,8 @@ def test_a_mixed_folder_is_accounted_for_file_by_file(tmp_path: Path) -> None:
 def test_http_and_tools_index_and_place_a_pdf(tmp_path: Path) -> None:
     import httpx
 
-    from ragloom.server.launch import ServerProcess
     from ragloom.tools import Toolbox
+    from tests.server_launch import ServerProcess
 
     root = tmp_path / "root"
     write(root / "papers" / "survey.pdf", make.report_pdf())

@@ -1,10 +1,10 @@
-"""The hot path's adaptive fusion (`adaptive_ranked.fuse_ranked`) and tie ranks
-(`pipeline.tie_ranks`) give exactly what the reference paths give, bit for bit: every field
-of every candidate, in the same order, with the same key order in its `__dict__` (scores
-compared by their bits, not `==`), over legs with exact ties, ties to 6 significant digits,
-near misses either side of a rounding boundary, overlaps, a row twice in one leg, negative
-and zero cosines, empty legs, caller weights and metadata preferences. The references:
-`fusion.fuse` (each leg's `leg_candidates`, `fusion._merge`, `adaptive_fusion`) and the rank
+"""The search path's adaptive fusion (`fusion.fuse`) and tie ranks (`pipeline.tie_ranks`)
+give exactly what the reference paths give, bit for bit: every field of every candidate, in
+the same order, with the same key order in its `__dict__` (scores compared by their bits,
+not `==`), over legs with exact ties, ties to 6 significant digits, near misses either side
+of a rounding boundary, overlaps, a row twice in one leg, negative and zero cosines, empty
+legs, caller weights and metadata preferences. The references: `tests.fusion_reference`
+(each leg's `leg_candidates`, their merge, adaptive fusion over candidates) and the rank
 loop below."""
 
 from __future__ import annotations
@@ -15,17 +15,9 @@ from collections import Counter
 import numpy as np
 
 from ragloom.retrieval.adaptive import support
-from ragloom.retrieval.adaptive_ranked import fuse_ranked
 from ragloom.retrieval.fusion import fuse
-from ragloom.retrieval.pipeline import (
-    DENSE,
-    LEXICAL,
-    _candidate,
-    leg_candidates,
-    tie_ranks,
-    tie_score,
-    top_k,
-)
+from ragloom.retrieval.pipeline import LEXICAL, make_candidate, tie_ranks, tie_score
+from tests.fusion_reference import reference_fuse, top_k
 from tests.test_fuse_ranked import _reference_top_k
 
 
@@ -73,7 +65,7 @@ def _leg(rng: np.random.Generator, size: int, pool: int, dense: bool, twice: boo
     return rows, _scores(rng, size, dense)
 
 
-def test_fuse_ranked_is_the_reference_fusion_bit_for_bit():
+def test_fuse_is_the_reference_fusion_bit_for_bit():
     rng = np.random.default_rng(2311)
     profile = {"lexical_mrr": 0.3, "dense_mrr": 0.5, "probes": 80}
     compared = overlapping = 0
@@ -84,36 +76,38 @@ def test_fuse_ranked_is_the_reference_fusion_bit_for_bit():
         den = _leg(rng, int(rng.integers(0, 60)), pool, True, twice and case % 2 == 0)
         ceiling = None if case % 3 == 0 else float(lex[1].max() * 1.2 if len(lex[1]) else 2.0)
         weights = {"lexical": 2.0, "dense": 1.0} if case % 5 == 0 else {}
-        meta = (lambda row: (row % 4) / 3) if case % 6 == 0 else None
-        if meta is not None:
+        meta = None
+        if case % 6 == 0:
+            meta = {row: (row % 4) / 3 for row in [*lex[0].tolist(), *den[0].tolist()]}
             weights = {**weights, "metadata": 0.25}
         chosen_profile = profile if case % 2 else None
-        legs = {LEXICAL: leg_candidates(LEXICAL, *lex), DENSE: leg_candidates(DENSE, *den)}
-        expected = fuse(legs, "adaptive", 60.0, weights, "zscore", meta, ceiling, chosen_profile)
-        got = fuse_ranked(lex, den, ceiling, chosen_profile, weights, meta)
+        expected, _ = reference_fuse(
+            lex, den, "adaptive", 60.0, weights, "zscore", ceiling, chosen_profile, meta
+        )
+        got, _ = fuse(
+            lex, den, weights=weights, ceiling=ceiling, profile=chosen_profile, preferences=meta
+        )
         assert _exact(got) == _exact(expected), case
         compared += len(got)
         overlapping += sum(c.match == "both" for c in got)
     assert compared > 10000 and overlapping > 1000
 
 
-def test_fuse_ranked_with_equal_fused_scores_keeps_the_merge_order():
+def test_fuse_with_equal_fused_scores_keeps_the_merge_order():
     rows = np.arange(30, dtype=np.int64)
     lex = (rows[:20], np.full(20, 3.0))
     den = (rows[10:], np.full(20, 0.5, np.float32))
-    legs = {LEXICAL: leg_candidates(LEXICAL, *lex), DENSE: leg_candidates(DENSE, *den)}
-    expected = fuse(legs, "adaptive", ceiling=6.0, profile=None)
-    got = fuse_ranked(lex, den, 6.0, None)
+    expected, _ = reference_fuse(lex, den, ceiling=6.0)
+    got, _ = fuse(lex, den, ceiling=6.0)
     assert _exact(got) == _exact(expected)
     assert len({c.score for c in got}) < len(got)
 
 
-def test_fuse_ranked_with_nan_scores_is_the_reference():
+def test_fuse_with_nan_scores_is_the_reference():
     lex = (np.array([4, 5, 6], np.int64), np.array([3.0, float("nan"), 1.0]))
     den = (np.array([6, 7, 8], np.int64), np.array([0.9, float("nan"), 0.1], np.float32))
-    legs = {LEXICAL: leg_candidates(LEXICAL, *lex), DENSE: leg_candidates(DENSE, *den)}
-    expected = fuse(legs, "adaptive", ceiling=None, profile=None)
-    assert _exact(fuse_ranked(lex, den, None, None)) == _exact(expected)
+    expected, _ = reference_fuse(lex, den)
+    assert _exact(fuse(lex, den)[0]) == _exact(expected)
 
 
 def _boundaries(rng: np.random.Generator, size: int) -> list[float]:
@@ -192,7 +186,8 @@ def test_top_k_of_special_scores_is_rounding_every_score():
         size = int(rng.integers(1, 30))
         scores = rng.choice([*specials, 0.5, 0.5000001, 2.0], size=size).tolist()
         cands = [
-            _candidate({"row_id": r, "score": s, "match": LEXICAL}) for r, s in enumerate(scores)
+            make_candidate({"row_id": r, "score": s, "match": LEXICAL})
+            for r, s in enumerate(scores)
         ]
         keys = (lambda tied: {r: (str(r % 5), r) for r in tied}) if case % 2 else None
         for k in (1, 4, 30):

@@ -1,15 +1,17 @@
 """A hybrid search that nothing reorders after fusion builds only the fused candidates its
-top k can hold (`fusion.fuse_legs_head`): the top k it returns, ties at the cut and their
+top k can hold (`fusion.fuse` with `keep`): the top k it returns, ties at the cut and their
 stable keys included, and the count of weak dense-only hits dropped by the floor are
-exactly what fusing every candidate, dropping the weak ones and taking the top k give."""
+exactly what fusing every candidate (the reference, `tests.fusion_reference`), dropping the
+weak ones and taking the top k give."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from ragloom.retrieval.fusion import FUSIONS, fuse_legs_head, fuse_legs_ranked
-from ragloom.retrieval.pipeline import drop_weak_dense_only, head_positions, top_k
+from ragloom.retrieval.fusion import FUSIONS, fuse
+from ragloom.retrieval.pipeline import head_positions
+from tests.fusion_reference import reference_fuse, top_k
 
 
 def _leg(rng: np.random.Generator, size: int, pool: int, dense: bool, ties: bool):
@@ -41,13 +43,12 @@ def test_head_gives_the_top_k_of_every_candidate(method):
     for case, lex, den in _cases():
         ceiling = None if case % 4 == 0 else 25.0
         for floor in (None, 0.0, 0.35):
-            full = fuse_legs_ranked(lex, den, method, 60.0, {}, "zscore", None, ceiling, None)
-            kept = full if floor is None else drop_weak_dense_only(full, floor)
+            kept, weak = reference_fuse(lex, den, method, ceiling=ceiling, floor=floor)
             for keep in (1, 2, 5, 10, 40):
-                head, dropped = fuse_legs_head(
-                    lex, den, method, 60.0, {}, "zscore", None, ceiling, None, floor, keep
+                head, dropped = fuse(
+                    lex, den, method=method, ceiling=ceiling, floor=floor, keep=keep
                 )
-                assert dropped == len(full) - len(kept), (case, floor, keep)
+                assert dropped == weak, (case, floor, keep)
                 assert [vars(c) for c in head] == [vars(c) for c in kept[: len(head)]]
                 want = top_k(kept, keep, _keys_of)
                 assert [vars(c) for c in top_k(head, keep, _keys_of)] == [vars(c) for c in want]
@@ -60,23 +61,24 @@ def test_head_gives_the_top_k_of_every_candidate(method):
 
 def test_without_keep_every_candidate_is_built():
     for case, lex, den in _cases():
-        full = fuse_legs_ranked(lex, den, "adaptive", ceiling=20.0)
-        head, dropped = fuse_legs_head(
-            lex, den, "adaptive", 60.0, {}, "zscore", None, 20.0, None, None, None
-        )
+        full, _ = reference_fuse(lex, den, "adaptive", ceiling=20.0)
+        head, dropped = fuse(lex, den, ceiling=20.0)
         assert dropped == 0
         assert [vars(c) for c in head] == [vars(c) for c in full], case
 
 
-def test_metadata_preferences_take_the_full_path():
+def test_metadata_preferences_cut_at_the_same_top_k():
     for case, lex, den in _cases():
-        meta = lambda row: (row % 3) / 2  # noqa: E731
+        meta = {row: (row % 3) / 2 for row in [*lex[0].tolist(), *den[0].tolist()]}
         weights = {"metadata": 0.5}
-        full = fuse_legs_ranked(lex, den, "adaptive", 60.0, weights, "zscore", meta, 20.0)
-        head, _ = fuse_legs_head(
-            lex, den, "adaptive", 60.0, weights, "zscore", meta, 20.0, None, None, 3
-        )
-        assert [vars(c) for c in head] == [vars(c) for c in full], case
+        full, _ = reference_fuse(lex, den, weights=weights, ceiling=20.0, preferences=meta)
+        for keep in (1, 3, 10):
+            head, _ = fuse(
+                lex, den, weights=weights, ceiling=20.0, preferences=meta, floor=None, keep=keep
+            )
+            assert [vars(c) for c in head] == [vars(c) for c in full[: len(head)]], case
+            want = top_k(full, keep, _keys_of)
+            assert [vars(c) for c in top_k(head, keep, _keys_of)] == [vars(c) for c in want]
 
 
 def test_head_positions_keep_every_tie_at_the_cut():

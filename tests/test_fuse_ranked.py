@@ -1,26 +1,17 @@
-"""The hot paths' fusion (`adaptive_ranked.fuse_ranked`, `adaptive_ranked.alone_ranked`,
-`fusion.fuse_legs_ranked`) gives exactly what the candidate-list functions give: the same
-candidates, field for field, in the same order, over legs with ties, overlaps, negative
-cosines, empty legs, caller weights and metadata preferences. `top_k` and `tie_ranks`,
-which round only the scores that can tie, give what rounding every score gives."""
+"""The search path's fusion (`fusion.fuse`, one leg alone or both fused by every method)
+gives exactly what the reference fusion over candidate lists gives (`tests.fusion_reference`):
+the same candidates, field for field, in the same order, over legs with ties, overlaps,
+negative cosines, empty legs, caller weights and metadata preferences. `top_k` and
+`tie_ranks`, which round only the scores that can tie, give what rounding every score gives."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from ragloom.retrieval.adaptive import alone
-from ragloom.retrieval.adaptive_ranked import alone_ranked, fuse_ranked
-from ragloom.retrieval.fusion import FUSIONS, fuse, fuse_legs_ranked
-from ragloom.retrieval.pipeline import (
-    DENSE,
-    LEXICAL,
-    _candidate,
-    leg_candidates,
-    tie_ranks,
-    tie_score,
-    top_k,
-)
+from ragloom.retrieval.fusion import FUSIONS, fuse
+from ragloom.retrieval.pipeline import LEXICAL, make_candidate, tie_ranks, tie_score
+from tests.fusion_reference import reference_fuse, top_k
 
 
 def _leg(rng: np.random.Generator, size: int, pool: int, dense: bool):
@@ -45,8 +36,9 @@ def _cases():
         yield case, lex, den
 
 
-def _legs(lex, den):
-    return {LEXICAL: leg_candidates(LEXICAL, *lex), DENSE: leg_candidates(DENSE, *den)}
+def _preferences(lex, den):
+    """A metadata score for every row of both legs."""
+    return {row: (row % 3) / 2 for row in [*lex[0].tolist(), *den[0].tolist()]}
 
 
 @pytest.mark.parametrize("method", FUSIONS)
@@ -56,11 +48,21 @@ def test_fused_from_ranked_legs_equals_fused_candidates(method):
     for case, lex, den in _cases():
         ceiling = None if case % 3 == 0 else float(lex[1].max() * 1.5 if len(lex[1]) else 1.0)
         weights = {"lexical": 1.0, "dense": 2.0} if case % 5 == 0 else {}
-        meta = (lambda row: (row % 3) / 2) if case % 4 == 0 else None
+        meta = _preferences(lex, den) if case % 4 == 0 else None
         if meta is not None:
             weights = {**weights, "metadata": 0.5}
-        expected = fuse(_legs(lex, den), method, 60.0, weights, "zscore", meta, ceiling, profile)
-        got = fuse_legs_ranked(lex, den, method, 60.0, weights, "zscore", meta, ceiling, profile)
+        expected, _ = reference_fuse(
+            lex, den, method, 60.0, weights, "zscore", ceiling, profile, meta
+        )
+        got, _ = fuse(
+            lex,
+            den,
+            method=method,
+            weights=weights,
+            ceiling=ceiling,
+            profile=profile,
+            preferences=meta,
+        )
         assert got == expected, case
         assert [c.row_id for c in got] == [c.row_id for c in expected]
         compared += len(got)
@@ -69,18 +71,16 @@ def test_fused_from_ranked_legs_equals_fused_candidates(method):
 
 def test_adaptive_from_ranked_legs_keeps_every_field():
     for _, lex, den in _cases():
-        expected = fuse(_legs(lex, den), "adaptive", ceiling=7.5, profile=None)
-        got = fuse_ranked(lex, den, 7.5, None)
+        expected, _ = reference_fuse(lex, den, "adaptive", ceiling=7.5)
+        got, _ = fuse(lex, den, ceiling=7.5)
         assert [vars(c) for c in got] == [vars(c) for c in expected]
 
 
-def test_one_leg_alone_from_ranked_equals_alone_of_candidates():
+def test_one_leg_alone_equals_the_reference():
     for case, lex, den in _cases():
         ceiling = None if case % 2 else 9.0
-        assert alone_ranked(LEXICAL, lex, ceiling) == alone(
-            leg_candidates(LEXICAL, *lex), LEXICAL, ceiling
-        )
-        assert alone_ranked(DENSE, den, None) == alone(leg_candidates(DENSE, *den), DENSE, None)
+        assert fuse(lex, None, ceiling=ceiling) == reference_fuse(lex, None, ceiling=ceiling)
+        assert fuse(None, den) == reference_fuse(None, den)
 
 
 def _reference_top_k(candidates, k, keys_of=None):
@@ -120,7 +120,8 @@ def test_top_k_and_tie_ranks_equal_rounding_every_score():
             scores[0] = float("nan")
         rows = rng.permutation(1000)[:size].tolist()
         cands = [
-            _candidate({"row_id": r, "score": s, "match": LEXICAL}) for r, s in zip(rows, scores)
+            make_candidate({"row_id": r, "score": s, "match": LEXICAL})
+            for r, s in zip(rows, scores)
         ]
         keys = (lambda tied: {r: (str(r % 7), r) for r in tied}) if case % 2 else None
         for k in (1, 3, 10, 50):

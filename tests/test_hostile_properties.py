@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from ragloom import Document, Index, RagloomError
 from ragloom.filters import FIELD_OPS, LOGICAL_OPS
-from ragloom.server.launch import ServerProcess
+from tests.server_launch import ServerProcess
 
 SETTINGS = settings(
     max_examples=150,

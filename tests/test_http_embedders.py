@@ -111,10 +111,10 @@ def test_spec_sets_timeouts_and_keeps_them_in_the_config(server: EmbedServer):
     check_spec(spec)
     embedder = resolve_embedder(spec)
     assert isinstance(embedder, OpenAIEmbedder)
-    assert embedder.remote.timeouts == Timeouts(connect=1.0, read=2.0, query=3.0)
+    assert embedder.service.timeouts == Timeouts(connect=1.0, read=2.0, query=3.0)
     assert embedder.base_url == server.url
     rebuilt = embedder_from_config(embedder.config())
-    assert rebuilt.remote.timeouts == embedder.remote.timeouts
+    assert rebuilt.service.timeouts == embedder.service.timeouts
     for bad in (f"openai:m@{server.url}?timeout=soon", f"ollama:m@{server.url}?colour=red"):
         with pytest.raises(InputError):
             check_spec(bad)

@@ -9,7 +9,7 @@ import pytest
 
 import ragloom
 from ragloom.server.inspector import ASSETS
-from ragloom.server.launch import ServerProcess
+from tests.server_launch import ServerProcess
 
 TOKEN = "inspect-secret"
 

@@ -13,7 +13,7 @@ import pytest
 from playwright.sync_api import Browser, Page, expect, sync_playwright
 
 import ragloom
-from ragloom.server.launch import ServerProcess
+from tests.server_launch import ServerProcess
 
 from .format_files import report_pdf
 from .scenario_data import NOVEL_CHAPTERS, write_lore

@@ -15,7 +15,7 @@ import ragloom
 from ragloom.errors import InputError
 from ragloom.integrations import langchain as lc
 from ragloom.integrations import llamaindex as li
-from ragloom.server.launch import ServerProcess
+from tests.server_launch import ServerProcess
 
 TEXT = (
     "The lighthouse keeper counted the lamps every night.\n\n"

@@ -12,8 +12,8 @@ from ragloom.lexical import kernels, topk
 from ragloom.lexical.bm25 import BM25Params, bm25_idf
 from ragloom.lexical.term_weights import block_maxima, term_weights
 from ragloom.lexical.topk import Stats, Target, search
-from ragloom.segments.build import build_segment
 from ragloom.segments.postings import Postings
+from tests.segment_data import build_segment
 
 
 @pytest.fixture(autouse=True)

@@ -11,7 +11,7 @@ from langchain_tests.integration_tests import RetrieversIntegrationTests
 
 import ragloom
 from ragloom.integrations.langchain import RagloomRetriever
-from ragloom.server.launch import ServerProcess
+from tests.server_launch import ServerProcess
 
 TEXTS = [
     "The silver key opens the north gate.",

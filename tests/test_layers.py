@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.layers import Graph, circles, floors, read_graph, report
+from tests.layers import Graph, circles, floors, lazy_upward, read_graph, report
 from tests.sizes import (
     EXEMPT,
     EXEMPT_FUNCTIONS,
@@ -69,6 +69,32 @@ def test_lazy_and_named_imports_count(tmp_path) -> None:
     assert set(graph.imports["ragloom.low.b"]) == {"ragloom.high"}
     assert graph.imports["ragloom.low.c"] == {}
     assert report(tmp_path).room_circles == [["high", "low"]]
+
+
+def test_no_lazy_import_points_up() -> None:
+    """A lazy import puts off an import's cost; it never hides a dependency that runs the
+    other way (a room that stands above another only because of a lazy import into it)."""
+    assert lazy_upward(read_graph()) == []
+
+
+def test_the_lazy_check_sees_a_lazy_import_that_points_up(tmp_path) -> None:
+    """`low` imports `base` at its top and `high` inside a function; `high` imports `base`
+    too: only the lazy import puts `low` above `high`, so it points up. The same lazy
+    import from a room that stands above `high` anyway (`top`) is a deferred cost."""
+    package = tmp_path / "ragloom"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "base.py").write_text("X = 1\n")
+    (package / "high.py").write_text("import ragloom.base\n")
+    (package / "low.py").write_text("import ragloom.base\n\ndef f():\n    import ragloom.high\n")
+    (package / "top.py").write_text(
+        "import ragloom.low\n\ndef g():\n    from ragloom import high\n"
+    )
+    graph = read_graph(tmp_path)
+    assert set(graph.lazy["ragloom.low"]) == {"ragloom.high"}
+    assert report(tmp_path).room_circles == []  # no circle: the other checks pass
+    found = lazy_upward(graph)
+    assert found == ["ragloom.low -> ragloom.high (line 4): floor 2 -> 2"]
 
 
 def test_no_module_over_its_limit() -> None:

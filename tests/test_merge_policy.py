@@ -1,6 +1,6 @@
 """The tiered merge policy keeps few segments and rewrites each chunk few times."""
 
-from ragloom.segments.policy import level, plan_merge
+from ragloom.segments.merge_policy import level, plan_merge
 
 
 def _simulate(writes: int, write_size: int, factor: int, floor: int):

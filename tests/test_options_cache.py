@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from ragloom.engine.options import search_options
+from ragloom.engine.keywords import search_options
 from ragloom.errors import InputError, InvalidRequest
 
 
@@ -46,7 +46,7 @@ def test_options_with_mappings_are_reused_for_the_same_content() -> None:
 
 
 def test_reused_options_equal_options_built_afresh() -> None:
-    from ragloom.engine.options import _options
+    from ragloom.engine.keywords import _options
 
     keywords = {
         "filters": {"$or": [{"lang": "en"}, {"tags": {"$in": ["a", "b"]}}]},

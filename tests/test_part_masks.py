@@ -8,9 +8,9 @@ from dataclasses import replace
 
 import numpy as np
 
-from ragloom.segments.build import build_segment
 from ragloom.segments.postings import Postings
 from ragloom.segments.view import Part
+from tests.segment_data import build_segment
 
 
 def _part(n: int = 64) -> Part:

@@ -17,7 +17,7 @@ import pytest
 
 import ragloom
 from ragloom import StoreError
-from ragloom.server.launch import ServerProcess
+from tests.server_launch import ServerProcess
 
 SRC = Path(ragloom.__file__).resolve().parents[1]
 

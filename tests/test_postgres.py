@@ -21,11 +21,12 @@ from hypothesis import strategies as st
 from ragloom import Document, Index
 from ragloom.errors import StoreError
 from ragloom.filters import compile_filter, parse_filter
-from ragloom.server.launch import ServerProcess
+from ragloom.store.base import DenseQuery
 from ragloom.store.migrate import migrate
 from ragloom.store.open import open_store
 from ragloom.store.postgres import where
 from ragloom.store.records import NewChunk, NewDocument
+from tests.server_launch import ServerProcess
 
 from .conftest import drop_schema
 from .test_columns import filters, metadata
@@ -99,12 +100,12 @@ def test_selective_filters_stay_exact_past_the_hnsw_threshold(pg_url) -> None:
             eligible = [i for i in range(3000) if i % 1000 == 7]
             for _ in range(20):
                 query = vectors[rng.integers(3000)] + 0.1 * rng.normal(size=32).astype(np.float32)
-                got, scores = reader.dense(query, 3, node)
+                got, scores = reader.dense(DenseQuery(query, node), 3)
                 want = sorted(eligible, key=lambda i: -float(vectors[i] @ query))
                 assert got.tolist() == [rows[i] for i in want]
                 assert np.allclose(scores, [vectors[i] @ query for i in want], atol=1e-5)
                 # unfiltered through the index: recall against brute force
-                got, _ = reader.dense(query, 10)
+                got, _ = reader.dense(DenseQuery(query), 10)
                 exact = np.argsort(-(vectors @ query))[:10]
                 assert len(set(got.tolist()) & {rows[i] for i in exact}) >= 9
     finally:

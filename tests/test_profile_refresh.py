@@ -96,6 +96,16 @@ def no_refresh(monkeypatch):
     monkeypatch.setattr(refresh, "PROFILE_AFTER", 3600.0)
 
 
+def _stale(index: Index) -> list[str]:
+    """The collections whose profile is missing or stale (`calibration.needs_profile`)."""
+    with index.store.snapshot() as snap:
+        return [
+            name
+            for name in sorted(snap.collections())
+            if calibration.needs_profile(snap.collection(name).config, snap.collection(name).size())
+        ]
+
+
 def test_a_bulk_load_in_batches_profiles_once_not_batch_by_batch(tmp_path: Path, no_refresh):
     with Index(tmp_path / "bulk.db", embedder=Topics()) as index:
         index.add(_docs(0, 100))
@@ -104,7 +114,7 @@ def test_a_bulk_load_in_batches_profiles_once_not_batch_by_batch(tmp_path: Path,
         for lo in range(100, 600, 100):  # grows sixfold: stale after the second batch
             index.add(_docs(lo, lo + 100))
         assert _profile(index) == first  # left for when writes pause
-        assert calibration.stale_collections(index.store) == ["default"]
+        assert _stale(index) == ["default"]
 
 
 def test_a_stale_profile_is_refreshed_once_writes_pause(tmp_path: Path, quick_refresh):
@@ -113,7 +123,7 @@ def test_a_stale_profile_is_refreshed_once_writes_pause(tmp_path: Path, quick_re
         for lo in range(100, 400, 100):
             index.add(_docs(lo, lo + 100))
         assert _wait_for(lambda: _profile(index)["chunks"] == 400)
-        assert calibration.stale_collections(index.store) == []
+        assert _stale(index) == []
         fresh = _profile(index)
     with Index(tmp_path / "same.db", embedder=Topics()) as whole:
         whole.add(_docs(0, 400))  # one add of the same chunks: the same profile

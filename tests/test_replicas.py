@@ -136,7 +136,7 @@ def test_a_replica_killed_and_restarted_under_load_fails_no_search(cluster, url)
 def test_replication_lag_in_stats_and_health(url) -> None:
     import httpx
 
-    from ragloom.server.launch import ServerProcess
+    from tests.server_launch import ServerProcess
 
     with Index(url, embedder=None) as index:
         servers = index.stats()["replicas"]

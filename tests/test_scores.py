@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 import ragloom
-from ragloom.server.launch import ServerProcess
+from tests.server_launch import ServerProcess
 
 pytest.importorskip("onnxruntime")
 

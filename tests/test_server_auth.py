@@ -8,7 +8,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from ragloom.server.launch import ServerProcess, free_port
+from tests.server_launch import ServerProcess, free_port
 
 TOKEN = "s3cret-token"
 

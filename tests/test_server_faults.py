@@ -20,9 +20,9 @@ import ragloom.index
 from ragloom.cli import cli
 from ragloom.errors import StorageError, StorageFull, StoreError
 from ragloom.server.app import create_app
-from ragloom.server.launch import ServerProcess, free_port
 from ragloom.server.settings import DEFAULT_MAX_BODY, ServerSettings
 from ragloom.store.sqlite.write import SQLiteWrite
+from tests.server_launch import ServerProcess, free_port
 
 
 @pytest.fixture

@@ -20,9 +20,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from ragloom.server.launch import ServerProcess
 from tests.embed_server import EmbedServer
 from tests.hostile import build
+from tests.server_launch import ServerProcess
 
 FLIPPER = Path(__file__).with_name("flipper.py")
 ENV = {"RAGLOOM_EMBEDDER": "none"}

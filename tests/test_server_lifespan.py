@@ -8,8 +8,8 @@ from pathlib import Path
 
 import httpx
 
-from ragloom.server.launch import ServerProcess, free_port
 from tests.embed_server import EmbedServer
+from tests.server_launch import ServerProcess, free_port
 
 TOKEN = "lifespan-token"
 

@@ -10,7 +10,7 @@ import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from ragloom.server.launch import ServerProcess
+from tests.server_launch import ServerProcess
 
 from .embed_server import EmbedServer
 

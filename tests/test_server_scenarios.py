@@ -10,7 +10,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from ragloom.server.launch import ServerProcess
+from tests.server_launch import ServerProcess
 
 from .embed_server import EmbedServer
 from .scenario_data import (

@@ -13,8 +13,8 @@ from hypothesis import HealthCheck, settings
 from schemathesis.specs.openapi.checks import positive_data_acceptance
 
 from ragloom.server.app import create_app
-from ragloom.server.launch import ServerProcess
 from ragloom.server.settings import ServerSettings
+from tests.server_launch import ServerProcess
 
 EXAMPLES = 100  # per operation and generation mode (positive and negative)
 

@@ -15,8 +15,8 @@ import pytest
 
 from ragloom import Document, Index
 from ragloom.errors import EmbeddingOffline, EmbedFailed
-from ragloom.server.launch import ServerProcess, free_port
 from tests.embed_server import EmbedServer
+from tests.server_launch import ServerProcess, free_port
 
 DOCS = [
     Document("fetch", "safeFetch wraps fetch with retries and a timeout.", title="Networking"),

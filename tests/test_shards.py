@@ -15,7 +15,8 @@ from ragloom import Document, Index
 from ragloom.errors import InputError
 from ragloom.filters import parse_filter
 from ragloom.lexical import BM25Params
-from ragloom.retrieval.search import SearchOptions
+from ragloom.retrieval.search_options import SearchOptions
+from ragloom.store.base import DenseQuery, LexicalQuery
 from ragloom.store.open import open_store
 from ragloom.store.records import NewChunk, NewDocument
 from ragloom.store.shards import commit
@@ -178,12 +179,12 @@ def test_dense_merges_every_shards_candidates_and_filters_run_on_each(servers) -
             owner = reader.chunk_documents()
             for _ in range(20):
                 query = vectors[rng.integers(900)] + 0.2 * rng.normal(size=16).astype(np.float32)
-                got, scores = reader.dense(query, 10)
+                got, scores = reader.dense(DenseQuery(query), 10)
                 want = np.argsort(-(vectors @ query), kind="stable")[:10]
                 assert [owner[r] for r in got] == [f"d{i}" for i in want]
                 assert np.allclose(scores, (vectors @ query)[want], atol=1e-5)
                 node = parse_filter({"bucket": {"$lt": 50}})
-                got, _ = reader.dense(query, 5, node)
+                got, _ = reader.dense(DenseQuery(query, node), 5)
                 allowed = np.flatnonzero(bucket < 50)
                 want = allowed[np.argsort(-(vectors[allowed] @ query), kind="stable")[:5]]
                 assert [owner[r] for r in got] == [f"d{i}" for i in want]
@@ -272,7 +273,9 @@ def test_a_failed_write_leaves_every_shard_as_it_was(servers) -> None:
             raise RuntimeError("the caller failed midway")
         with store.snapshot() as snap:
             assert snap.document_counts()["c"]["documents"] == 0
-            assert snap.collection("c").lexical(["lost"], 10, BM25Params())[0].size == 0
+            assert (
+                snap.collection("c").lexical(LexicalQuery(["lost"], BM25Params()), 10)[0].size == 0
+            )
         assert store.check() == []
     finally:
         store.close()

@@ -4,7 +4,8 @@ every answer is whole or marked degraded naming the shard, no hit is wrong, and 
 stored whole or not at all (two-phase commit; orphaned prepared transactions finished).
 
 Kills alternate between a moment the clock picks (often during a bulk add) and the two points
-between the phases of a batch's commit (`commit.fault_point`): right after shard 1 PREPAREs,
+between the phases of a batch's commit (`tests.shard_set.inject_faults`): right after shard 1
+PREPAREs,
 and right after shard 0's COMMIT PREPARED. Each of those leaves shard 1 with a prepared
 transaction of a decided write, which must be committed (`commit.resolve`) once it is back."""
 
@@ -24,7 +25,7 @@ from ragloom.errors import ShardUnavailable, StoreError
 from ragloom.store.shards import commit
 from ragloom.store.shards.placement import shard_of
 
-from .shard_set import start_shards
+from .shard_set import inject_faults, start_shards
 
 pytestmark = pytest.mark.slow
 ROUNDS = int(os.environ.get("RAGLOOM_SHARD_KILLS", "10"))
@@ -65,7 +66,8 @@ def test_kill_9_of_a_shard_under_writes_and_searches(tmp_path, caplog, monkeypat
                 fault_batches[gid] = current[0]
                 fired.set()
 
-        monkeypatch.setattr(commit, "fault_point", fault)
+        for name, patched in inject_faults(fault).items():
+            monkeypatch.setattr(commit, name, patched)
 
         def check_batches(hits, degraded: bool) -> None:
             """Each batch in a answer: all of it (or, degraded, all of it off shard 1)."""

@@ -12,6 +12,7 @@ import logging
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import psycopg
 import pytest
@@ -91,12 +92,14 @@ WRITER = """
 import os, signal, sys
 from ragloom import Document, Index
 from ragloom.store.shards import commit
+from tests.shard_set import inject_faults
 url, step, shard, ids = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4].split(",")
 def die(at, i, gid):
     if (at, i) == (step, shard):
         print(gid, flush=True)
         os.kill(os.getpid(), signal.SIGKILL)
-commit.fault_point = die
+for name, patched in inject_faults(die).items():
+    setattr(commit, name, patched)
 with Index(url, embedder=None) as index:
     index.add([Document(d, "ferry words") for d in ids])
 """
@@ -128,6 +131,7 @@ def test_a_writer_killed_between_the_phases_is_finished_by_the_next_search(
         assert not reader.search("ferry", top_k=10, mode="lexical")
         killed = subprocess.run(
             [sys.executable, "-c", WRITER, url, step, "0", ",".join(ids)],
+            cwd=Path(__file__).resolve().parents[1],  # (the writer imports tests.shard_set)
             capture_output=True,
             text=True,
             timeout=120,

@@ -12,8 +12,8 @@ import pytest
 import ragloom
 from ragloom import Client
 from ragloom.errors import InputError, LLMFailed
-from ragloom.server.launch import ServerProcess
 from tests.llm_server import LLMServer
+from tests.server_launch import ServerProcess
 
 DOCS = [
     {

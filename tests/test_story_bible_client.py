@@ -27,7 +27,7 @@ from typing import Any
 import httpx
 import pytest
 
-from ragloom.server.launch import ServerProcess
+from tests.server_launch import ServerProcess
 
 
 class DecodingError(AssertionError):

@@ -15,8 +15,8 @@ import httpx
 import pytest
 
 from ragloom import Index
-from ragloom.server.launch import ServerProcess
 from tests.churn import STEADY, read_for, small_segments, steady_doc, write_for
+from tests.server_launch import ServerProcess
 
 pytestmark = pytest.mark.slow
 SECONDS = 60.0

@@ -12,8 +12,8 @@ from pathlib import Path
 import httpx
 
 from ragloom.errors import FileChanged, PathNotFound
-from ragloom.server.launch import ServerProcess
 from ragloom.server.paths import confine
+from tests.server_launch import ServerProcess
 
 FLIPPER = Path(__file__).with_name("flipper.py")
 

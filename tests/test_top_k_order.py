@@ -9,7 +9,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ragloom.retrieval.pipeline import Candidate, tie_score, top_k
+from ragloom.retrieval.pipeline import Candidate, tie_score
+from tests.fusion_reference import top_k
 
 
 def _reference(cands: list[Candidate], k: int, keyed: bool) -> list[tuple[int, float]]:

@@ -9,9 +9,9 @@ import pytest
 from ragloom.compiled import Compiled
 from ragloom.lexical.bm25 import BM25Params, bm25_idf
 from ragloom.lexical.topk import Stats, Target, search
-from ragloom.segments.build import build_segment
 from ragloom.segments.merge_memory import merge_segments
 from ragloom.segments.postings import Postings
+from tests.segment_data import build_segment
 
 
 @pytest.fixture(autouse=True, params=["numpy", "compiled"])
@@ -208,7 +208,8 @@ def test_pruning_reads_fewer_postings(monkeypatch) -> None:
 
 
 def test_a_segment_file_reads_back_equal(tmp_path) -> None:
-    from ragloom.segments.persist import load_segment, save_segment
+    from ragloom.segments.persist import load_segment
+    from tests.segment_data import save_segment
 
     rng = np.random.default_rng(2)
     postings = _random_postings(rng, 300, 400)

@@ -14,13 +14,13 @@ import ragloom
 from ragloom.config import CollectionConfig
 from ragloom.errors import InputError
 from ragloom.evaluation.beir import load_beir
-from ragloom.evaluation.legs import LegCache
+from ragloom.evaluation.leg_cache import LegCache
 from ragloom.evaluation.prepare import prepared_index
 from ragloom.evaluation.runner import EVAL_COLLECTION, whole_document_config
 from ragloom.evaluation.suite import Scorer, Setting
 from ragloom.evaluation.tune import Grid, Tuner, holdout_split, search_settings
-from ragloom.retrieval.search import SearchOptions
-from ragloom.server.launch import ServerProcess
+from ragloom.retrieval.search_options import SearchOptions
+from tests.server_launch import ServerProcess
 
 from .embed_server import EmbedServer
 from .eval_data import write_collection

@@ -9,6 +9,8 @@ from typing import Any
 
 import click
 
+from ragloom.embedding.resolve import check_spec
+
 
 def _store(key: str) -> Callable[[click.Context, click.Parameter, str | None], None]:
     """Option callback: a value given after the command overrides the one given before."""
@@ -16,8 +18,6 @@ def _store(key: str) -> Callable[[click.Context, click.Parameter, str | None], N
     def store(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
         if value is not None:
             if key == "embedder":
-                from ragloom.embedding.resolve import check_spec
-
                 check_spec(value)
             ctx.ensure_object(dict)[key] = value
 

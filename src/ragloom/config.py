@@ -9,11 +9,22 @@ from typing import Any
 
 from ragloom.chunking import ChunkPolicy
 from ragloom.chunking.code import language_for, language_named
+from ragloom.contract.options import OPTIONS
+from ragloom.contract.schema import check_value
 from ragloom.errors import InputError
 from ragloom.lexical import BM25Params
 from ragloom.text import TokenizerConfig
 
 CHUNK_MODES = ("auto", "prose", "markdown", "code")
+# Settings a collection may give defaults for (`search`; `ragloom tune --apply` writes them).
+SEARCH_SETTINGS = (
+    "fusion",
+    "rrf_k",
+    "weights",
+    "normalization",
+    "candidates",
+    "min_dense_similarity",
+)
 # Code chunks hold whole declarations: a function rarely fits prose's 400 characters.
 DEFAULT_CODE_POLICY = ChunkPolicy(mode="code", max_chars=1500, overlap=200, min_chars=0)
 
@@ -38,9 +49,9 @@ def _code_policy(value: Any) -> ChunkPolicy:
 
 
 def _search_settings(value: Any) -> dict[str, Any]:
-    """Check a collection's default search settings (names here, values by SearchOptions)."""
-    from ragloom.retrieval.search import SEARCH_SETTINGS, SearchOptions  # (imports no config)
-
+    """Check a collection's default search settings: their names, and each value against its
+    declaration (`ragloom.contract.options`: kind, choices, bounds); the engine checks them
+    together as a search's options before it stores them (`ragloom.engine.collections`)."""
     if not isinstance(value, Mapping):
         raise InputError(f"search: expected a mapping, got {type(value).__name__}")
     unknown = set(value) - set(SEARCH_SETTINGS)
@@ -49,8 +60,9 @@ def _search_settings(value: Any) -> dict[str, Any]:
             f"search: unknown setting(s) {', '.join(sorted(unknown))}",
             f"a collection's search defaults may set {', '.join(SEARCH_SETTINGS)}",
         )
-    if value:
-        SearchOptions(**value)  # raises InputError on a bad value
+    for key, setting in value.items():
+        if setting is not None:
+            check_value(OPTIONS[key], setting, "library", "search: ")
     return {k: (dict(v) if k == "weights" else v) for k, v in value.items()}
 
 

@@ -15,6 +15,7 @@ than the operand simply does not match, but a comparison ($gt, $gte, $lt, $lte) 
 from __future__ import annotations
 
 import json
+import operator
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -67,6 +68,9 @@ def _equal(actual: Any, expected: Any) -> bool:
     return actual == expected
 
 
+_ORDERINGS = {"$gt": operator.gt, "$gte": operator.ge, "$lt": operator.lt, "$lte": operator.le}
+
+
 def _ordered(actual: Any, expected: Any, op: str) -> bool:
     numeric = (int, float)
     if isinstance(actual, bool) or not (
@@ -74,12 +78,7 @@ def _ordered(actual: Any, expected: Any, op: str) -> bool:
         or (isinstance(actual, str) and isinstance(expected, str))
     ):
         return False
-    return {
-        "$gt": actual > expected,
-        "$gte": actual >= expected,
-        "$lt": actual < expected,
-        "$lte": actual <= expected,
-    }[op]
+    return bool(_ORDERINGS[op](actual, expected))
 
 
 def _kind(value: Any) -> str | None:

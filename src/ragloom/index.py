@@ -14,31 +14,32 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from ragloom import topn
 from ragloom.config import CollectionConfig
-from ragloom.context import GROUNDING_INSTRUCTION, PackedContext
-from ragloom.dense import dots
+from ragloom.context import GROUNDING_INSTRUCTION as GROUNDING
+from ragloom.context import PackedContext
+from ragloom.dense import dots, topn
 from ragloom.embedding import Embedder
 from ragloom.engine.calibration import calibrate
 from ragloom.engine.collections import configure, index_stats
 from ragloom.engine.documents import embedding_text
 from ragloom.engine.embedders import Embedders
 from ragloom.engine.ingest import IndexReport, Ingest
+from ragloom.engine.keywords import collection_requests, search_options
 from ragloom.engine.legs import DEFAULT_COLLECTION
-from ragloom.engine.options import collection_requests, search_options
 from ragloom.engine.reading import IndexReading
 from ragloom.engine.refresh import FusionProfiles
-from ragloom.engine.searching import Searcher
+from ragloom.engine.searching import Searcher, Sections
 from ragloom.engine.services import SearchServices
 from ragloom.enrich import Enricher
 from ragloom.errors import InputError, NotFound
 from ragloom.lexical import BM25Params, kernels
 from ragloom.loading import JsonlFields, ReadPolicy, StopSignal, index_files
-from ragloom.retrieval.search import Ranking, SearchOptions
+from ragloom.retrieval.ranking import Ranking
+from ragloom.retrieval.search_options import SearchOptions
 from ragloom.store import StoredDocument
 from ragloom.store.base import Snapshot
 from ragloom.store.open import open_store
-from ragloom.types import Document, Hit, MultiSearchResult, SearchResult
+from ragloom.types import Document, MultiSearchResult, SearchResult
 
 __all__ = ["DEFAULT_COLLECTION", "Index", "IndexReading", "IndexReport", "embedding_text"]
 T = TypeVar("T")
@@ -241,7 +242,8 @@ class Index:
         self, query: str, options: SearchOptions, collection: str = DEFAULT_COLLECTION
     ) -> SearchResult:
         """`search` with its options given as one `SearchOptions` object."""
-        return self._searcher.search(query, options, collection)
+        searcher: Searcher = self._searcher
+        return searcher.search(query, options, collection)
 
     def rank(
         self, query: str, options: SearchOptions, collection: str = DEFAULT_COLLECTION
@@ -284,7 +286,7 @@ class Index:
         *,
         collections: Sequence[dict[str, Any]] | None = None,
         budget: int | None = None,
-        instruction: str | None = GROUNDING_INSTRUCTION,
+        instruction: str | None = GROUNDING,
         **search_kwargs: Any,
     ) -> PackedContext:
         """Search, then pack the hits into a numbered, cited block within `budget` tokens.
@@ -316,10 +318,7 @@ class Index:
         )
 
     def pack(
-        self,
-        sections: Sequence[tuple[str | None, Sequence[Hit]]],
-        budget: int | None = None,
-        instruction: str | None = GROUNDING_INSTRUCTION,
+        self, sections: Sections, budget: int | None = None, instruction: str | None = GROUNDING
     ) -> PackedContext:
         """Pack existing hits (in labelled sections) into a context block."""
         with self.reading() as reader:

@@ -6,7 +6,7 @@ ask, bulk ingest). Stages nest and are exclusive: the time of a stage inside ano
 query embedding inside the dense leg) is counted once, in the inner stage, so the stages
 add up to the total. The active timer lives in a context variable, so threads and tasks
 that run searches in parallel each fill their own; a leg run beside another on a second
-thread (`ragloom.retrieval.beside`) is charged the time the search waited for it.
+thread (`ragloom.engine.beside`) is charged the time the search waited for it.
 """
 
 from __future__ import annotations

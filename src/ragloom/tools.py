@@ -186,22 +186,21 @@ class Toolbox:
         message (OpenAI dicts or SDK objects)."""
         messages = []
         for call in tool_calls or ():
-            get = call.get if isinstance(call, Mapping) else lambda k, c=call: getattr(c, k)
-            function = get("function")
-            fget = (
-                function.get
-                if isinstance(function, Mapping)
-                else lambda k, f=function: getattr(f, k)
-            )
-            result = self.call(fget("name"), fget("arguments"))
+            function = _field(call, "function")
+            result = self.call(_field(function, "name"), _field(function, "arguments"))
             messages.append(
                 {
                     "role": "tool",
-                    "tool_call_id": get("id"),
+                    "tool_call_id": _field(call, "id"),
                     "content": json.dumps(result, ensure_ascii=False),
                 }
             )
         return messages
+
+
+def _field(item: Any, name: str) -> Any:
+    """A field of a tool call given as an OpenAI dict or an SDK object."""
+    return item.get(name) if isinstance(item, Mapping) else getattr(item, name)
 
 
 Step = Callable[[list[dict[str, Any]], list[dict[str, Any]] | None], dict[str, Any]]

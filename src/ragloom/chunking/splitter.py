@@ -95,6 +95,6 @@ def split_long(
             _overlap_start(text, pos, cut, overlap, starts, paragraph_starts) if overlap else None
         )
         overlapped = shifted is not None
-        pos = shifted if overlapped else skip_space(text, cut, end)
+        pos = shifted if shifted is not None else skip_space(text, cut, end)
     pieces.append((pos, end))
     return pieces

@@ -58,7 +58,9 @@ def _code_cell(structure: Structure, section: Section) -> bool:
     return 0 <= at < len(structure.kinds) and structure.kinds[at] == "code"
 
 
-def _pieces(text: str, section: Section, policy: ChunkPolicy, min_chars: int, sentences) -> list:
+def _pieces(
+    text: str, section: Section, policy: ChunkPolicy, min_chars: int, sentences: SentenceIndex
+) -> list:
     if policy.max_chars == 0 or section.end - section.start <= policy.max_chars:
         return [(section.start, section.end)]
     paragraphs = paragraph_spans(text, section.start, section.end)

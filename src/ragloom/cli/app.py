@@ -9,7 +9,9 @@ import sys
 import click
 
 from ragloom.cli.indexing import index_cmd
-from ragloom.cli.operations import (
+from ragloom.cli.search_commands import context, search
+from ragloom.cli.serving import mcp, serve
+from ragloom.cli.store_commands import (
     add_shard,
     backup_cmd,
     export_cmd,
@@ -17,8 +19,6 @@ from ragloom.cli.operations import (
     migrate,
     restore_cmd,
 )
-from ragloom.cli.searching import context, search
-from ragloom.cli.serving import mcp, serve
 from ragloom.cli.upkeep import check, delete, reembed, stats
 from ragloom.console import err, print_json
 from ragloom.errors import RagloomError

@@ -59,14 +59,15 @@ def check_value(option: Option, value: Any, surface: str, where: str = "") -> No
         or (isinstance(value, float) and option.kind == "number" and value != value)
     ):
         raise InvalidRequest(f"{label} must be a JSON {option.kind}, got {value!r}")
-    if option.choices is not None and value not in option.choices:
+    given: Any = value  # a number, a string or a list of the declared kind
+    if option.choices is not None and given not in option.choices:
         raise InvalidRequest(f"{label} must be one of {', '.join(option.choices)}, got {value!r}")
-    if option.minimum is not None and value < option.minimum:
+    if option.minimum is not None and given < option.minimum:
         raise InvalidRequest(f"{label} must be at least {_plain(option.minimum)}, got {value!r}")
     maximum = option.maximum_on(surface)
-    if maximum is not None and value > maximum:
+    if maximum is not None and given > maximum:
         raise InvalidRequest(f"{label} must be at most {_plain(maximum)}, got {value!r}")
-    if option.items is not None and not all(isinstance(v, _TYPES[option.items]) for v in value):
+    if option.items is not None and not all(isinstance(v, _TYPES[option.items]) for v in given):
         raise InvalidRequest(f"{label} must list {option.items}s")
 
 

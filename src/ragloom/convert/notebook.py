@@ -56,7 +56,8 @@ def _markdown(builder: TextBuilder, text: str) -> str | None:
 
 
 def _language(notebook: dict) -> str:
-    meta = notebook.get("metadata") if isinstance(notebook.get("metadata"), dict) else {}
+    found = notebook.get("metadata")
+    meta: dict = found if isinstance(found, dict) else {}
     for key in ("kernelspec", "language_info"):
         part = meta.get(key)
         name = part.get("language") or part.get("name") if isinstance(part, dict) else None

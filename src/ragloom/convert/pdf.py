@@ -197,7 +197,7 @@ def _open(data: bytes, name: str) -> object:
 def _read_pages(pdf: object) -> list[list[Line]]:
     import pypdfium2 as pdfium
 
-    pages = []
+    pages: list[list[Line]] = []
     for index in range(len(pdf)):  # type: ignore[arg-type]
         try:
             page = pdf[index]  # type: ignore[index]
@@ -242,7 +242,8 @@ def convert_pdf(data: bytes, name: str) -> Converted:
         _add_page(builder, kept, levels, keep if outline else set())
         for level, title in outline.get(index, ()):
             builder.section_at(_find(builder, start, title), title, level)
-    return builder.build(metadata.pop("title", None), metadata)
+    named = metadata.pop("title", None)
+    return builder.build(named if isinstance(named, str) else None, metadata)
 
 
 def _add_page(

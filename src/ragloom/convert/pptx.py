@@ -60,5 +60,5 @@ def convert_pptx(data: bytes, name: str) -> Converted:
             notes = slide.notes_slide.notes_text_frame
             if notes is not None and notes.text.strip():
                 builder.block("Notes: " + notes.text)
-    title = deck.core_properties.title or None
-    return builder.build(title, {"slides": len(deck.slides)})
+    deck_title: str | None = deck.core_properties.title or None
+    return builder.build(deck_title, {"slides": len(deck.slides)})

@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from ragloom.segments.files import fsync_folder
 from ragloom.segments.merge_file import Cancelled
 from ragloom.segments.segment import Segment
 
@@ -58,7 +59,7 @@ def ann_path(segment_path: Path) -> Path:
 class AnnIndex:
     """A faiss HNSW index whose ids are a segment's chunk numbers."""
 
-    def __init__(self, index: object, n: int) -> None:
+    def __init__(self, index: Any, n: int) -> None:  # a faiss.IndexHNSWSQ
         self.index = index
         self.n = n
         # (ef, id of the kept bitmap or None) -> (the bitmap, faiss's selector and search
@@ -81,8 +82,11 @@ class AnnIndex:
 
         faiss.omp_set_num_threads(threads)
         n, dimension = vectors.shape
-        index = faiss.IndexHNSWSQ(
-            dimension, faiss.ScalarQuantizer.QT_8bit, M, faiss.METRIC_INNER_PRODUCT
+        index = faiss.IndexHNSWSQ(  # faiss's stubs lack this overload
+            dimension,
+            faiss.ScalarQuantizer.QT_8bit,  # type: ignore[arg-type]
+            M,
+            faiss.METRIC_INNER_PRODUCT,
         )
         index.hnsw.efConstruction = EF_CONSTRUCTION
         step = max(1, n // TRAIN)
@@ -96,6 +100,7 @@ class AnnIndex:
         with open(tmp, "rb") as handle:
             os.fsync(handle.fileno())
         os.replace(tmp, path)
+        fsync_folder(path.parent)  # the rename, too, survives a crash
         return cls.load(path)
 
     @classmethod
@@ -144,7 +149,7 @@ class AnnIndex:
         parameters point to the selector and the selector to the bitmap in C++ only."""
         import faiss
 
-        params = faiss.SearchParametersHNSW()
+        params = faiss.SearchParametersHNSW()  # type: ignore[attr-defined]  # (not in faiss's stubs)
         params.efSearch = ef
         selector = None
         if packed is not None:

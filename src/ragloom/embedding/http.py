@@ -82,7 +82,7 @@ class HttpEmbedder(Embedder):
         self.batch_size = batch_size
         self.dimension = int(dimension) if dimension is not None else None
         self.options = options  # kept in the collection's config to rebuild the embedder
-        self.remote = RemoteService(
+        self.service = RemoteService(
             self.base_url,
             EmbeddingOffline,
             EmbedFailed,
@@ -133,7 +133,7 @@ class HttpEmbedder(Embedder):
         return config
 
     def close(self) -> None:
-        self.remote.close()
+        self.service.close()
 
 
 class OpenAIEmbedder(HttpEmbedder):
@@ -155,7 +155,7 @@ class OpenAIEmbedder(HttpEmbedder):
             return _matrix([item["embedding"] for item in ordered], len(texts))
 
         payload = {"model": self.model, "input": list(texts)}
-        return self.remote.post_json(self.path, payload, parse, interactive)
+        return self.service.post_json(self.path, payload, parse, interactive)
 
 
 class OllamaEmbedder(HttpEmbedder):
@@ -174,7 +174,7 @@ class OllamaEmbedder(HttpEmbedder):
     def _request(self, texts: Sequence[str], interactive: bool) -> np.ndarray:
         if not self.legacy:
             try:
-                matrix = self.remote.post_json(
+                matrix = self.service.post_json(
                     self.path,
                     {"model": self.model, "input": list(texts)},
                     lambda body: _matrix(body["embeddings"], len(texts)),
@@ -189,7 +189,7 @@ class OllamaEmbedder(HttpEmbedder):
                 self.legacy = False
                 return matrix
         rows = [
-            self.remote.post_json(
+            self.service.post_json(
                 self.legacy_path,
                 {"model": self.model, "prompt": text},
                 lambda body: _matrix([body["embedding"]], 1)[0],

@@ -15,6 +15,7 @@ saturate, and AVX2, AVX-512/VNNI and ARM compute the same integers exactly.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 import onnx
@@ -46,12 +47,12 @@ class _Builder:
         self._count += 1
         return f"{hint}_{self._count}"
 
-    def const(self, value: np.ndarray, hint: str = "c") -> str:
+    def const(self, value: np.ndarray | np.generic, hint: str = "c") -> str:
         name = self.name(hint)
         self.inits.append(numpy_helper.from_array(np.asarray(value), name))
         return name
 
-    def op(self, op_type: str, inputs: list[str], hint: str | None = None, **attrs) -> str:
+    def op(self, op_type: str, inputs: list[str], hint: str | None = None, **attrs: Any) -> str:
         out = self.name(hint or op_type.lower())
         self.nodes.append(helper.make_node(op_type, inputs, [out], **attrs))
         return out

@@ -30,7 +30,7 @@ from ragloom.retrieval.probes import (
     reciprocal_rank,
     rest_bm25,
 )
-from ragloom.store.base import CollectionReader, Snapshot, Store
+from ragloom.store.base import CollectionReader, DenseQuery, LexicalQuery, Snapshot, Store
 from ragloom.text import Tokenizer, analyzer_for
 
 PROBES = 200  # probes per collection
@@ -66,17 +66,6 @@ def needs_profile(config: CollectionConfig, chunks: int) -> bool:
         return False
     then = int(config.fusion_profile.get("chunks") or 0)
     return then == 0 or abs(chunks - then) / then >= RECALIBRATE
-
-
-def stale_collections(store: Store) -> list[str]:
-    """Collections whose profile is missing or stale (cheap: configs and sizes only)."""
-    with store.snapshot() as snap:
-        names = sorted(snap.collections())
-        return [
-            name
-            for name in names
-            if needs_profile((reader := snap.collection(name)).config, reader.size())
-        ]
 
 
 def _stable_keys(reader: CollectionReader) -> dict[int, str]:
@@ -145,14 +134,17 @@ def profile_collection(
         rests = embedder.embed([p.rest for p in batch])
         for probe, query_vector, rest_vector in zip(batch, queries, rests):
             terms = tokenizer.terms(probe.query)
-            rows, scores = reader.lexical(terms, PROBE_DEPTH, params)
+            rows, scores = reader.lexical(LexicalQuery(terms, params), PROBE_DEPTH)
             counts, total = reader.document_frequencies(terms)
             own = rest_bm25(terms, tokenizer.terms(probe.rest), counts, total, average, params)
             lexical.append(reciprocal_rank(own, probe.row, rows, scores))
-            rows, scores = reader.dense(query_vector, PROBE_DEPTH)
+            rows, scores = reader.dense(DenseQuery(query_vector), PROBE_DEPTH)
             own = float(np.dot(rest_vector, query_vector))
             dense.append(reciprocal_rank(own, probe.row, rows, scores))
     return {**profile, **mean_reciprocal_ranks(lexical, dense)}
+
+
+Stop = Callable[[], bool] | None  # true once the work should end early
 
 
 def calibrate(
@@ -162,11 +154,19 @@ def calibrate(
     force: bool = False,
     *,
     missing_only: bool = False,
-    stop: Callable[[], bool] | None = None,
+    stop: Stop = None,
+    quiet: bool = False,
 ) -> dict[str, dict[str, Any]]:
     """Profile `collection` (else every collection) when it needs it (or at all, with vectors,
     when `force`; only one with no profile, when `missing_only`), store each profile in its
-    collection's config and return them by name. `stop` ends it early (`Stopped`)."""
+    collection's config and return them by name. `stop` ends it early (`Stopped`). After a
+    write (`quiet`), a failing embedding service leaves the old profile, with a warning."""
+    if quiet:
+        try:
+            return calibrate(store, models, collection, force, missing_only=missing_only, stop=stop)
+        except EmbeddingError as exc:
+            warnings.warn(f"fusion profile not updated: {exc.message}", stacklevel=3)
+            return {}
     names = [collection] if collection is not None else sorted(store.collections())
     profiles = {}
     for name in names:
@@ -196,21 +196,3 @@ def _store_profile(store: Store, name: str, profile: dict[str, Any]) -> None:
     with store.write() as write:
         current = write.ensure_collection(name, {})  # exists: collections are never dropped
         write.set_config(current, {**current.config, "fusion_profile": profile})
-
-
-def profile_after_write(
-    store: Store,
-    models: Embedders,
-    collection: str | None = None,
-    force: bool = False,
-    *,
-    missing_only: bool = False,
-    stop: Callable[[], bool] | None = None,
-) -> None:
-    """Profile what a write left without a profile (`missing_only`) or stale (`collection`,
-    else every collection); a failing embedding service leaves the old profile, with a
-    warning. `stop` ends it early (`Stopped`)."""
-    try:
-        calibrate(store, models, collection, force, missing_only=missing_only, stop=stop)
-    except EmbeddingError as exc:
-        warnings.warn(f"fusion profile not updated: {exc.message}", stacklevel=3)

@@ -9,6 +9,7 @@ from ragloom.config import CollectionConfig
 from ragloom.engine.documents import check_collection_name
 from ragloom.engine.ingest import Ingest
 from ragloom.errors import InputError
+from ragloom.retrieval.search_options import SearchOptions
 from ragloom.store.base import Store
 
 
@@ -38,6 +39,7 @@ def configure(ingest: Ingest, collection: str, changes: dict[str, Any]) -> Colle
         if not isinstance(value, dict):
             merged[key] = value.to_dict() if hasattr(value, "to_dict") else vars(value)
     config = CollectionConfig.from_dict(merged)
+    SearchOptions(**config.search)  # the defaults together, as a search takes them
     if known is None:
         info = ingest.collection(collection, config)
         return CollectionConfig.from_dict(info.config)

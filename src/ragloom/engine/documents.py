@@ -14,7 +14,6 @@ import numpy as np
 
 from ragloom.chunking import ChunkPolicy
 from ragloom.chunking.policy import CHUNKER_VERSION
-from ragloom.config import CollectionConfig
 from ragloom.errors import InputError
 from ragloom.segments.postings import concat_ranges
 from ragloom.store.records import ChunkTerms
@@ -43,23 +42,17 @@ _metadata_json = json.JSONEncoder(ensure_ascii=False, sort_keys=True, allow_nan=
 
 
 def content_hash(
-    doc: Document,
-    config: CollectionConfig,
-    salt: str = "",
-    policy: ChunkPolicy | None = None,
-    metadata: str | None = None,
+    doc: Document, metadata: str, policy: ChunkPolicy, title_weight: int, salt: str = ""
 ) -> str:
-    """Fingerprint of everything that shapes a document's chunks and postings (`policy`
-    and `metadata`, the document's chunk policy and metadata JSON, when the caller has them
-    already). The bytes hashed are those of one JSON list of the settings, then the text."""
-    policy = policy or config.policy_for(doc.source, doc.language)
+    """Fingerprint of everything that shapes a document's chunks and postings: its fields,
+    its metadata JSON (`checked_document`'s), its chunk policy, the collection's title weight
+    and `salt` (the enrichers'). The bytes hashed are those of one JSON list of the
+    settings, then the text. A converted file's is its `converted_hash`."""
     if doc.raw_hash is not None:
-        return converted_hash(doc.raw_hash, doc.source, config, salt, policy)
-    if metadata is None:
-        metadata = json.dumps(doc.metadata, ensure_ascii=False, sort_keys=True, default=str)
+        return converted_hash(doc.raw_hash, doc.source, policy, title_weight, salt)
     # json.dumps([title, source, metadata, policy, weight, salt], sort_keys=True), written
     # out so the metadata JSON computed once per document is reused
-    tail = _settings_tail(policy, config.title_weight, salt)
+    tail = _settings_tail(policy, title_weight, salt)
     settings = f"[{_json_text(doc.title)}, {_json_text(doc.source)}, {metadata}, {tail}]"
     digest = hashlib.sha256(settings.encode("utf-8", "surrogatepass"))
     digest.update(b"\x00")
@@ -68,12 +61,12 @@ def content_hash(
 
 
 def converted_hash(
-    raw_hash: str, source: str | None, config: CollectionConfig, salt: str, policy: ChunkPolicy
+    raw_hash: str, source: str | None, policy: ChunkPolicy, title_weight: int, salt: str
 ) -> str:
     """The content hash of a converted file: its raw hash (bytes and converter version, which
     decide its text, title, metadata and structure) with what shapes its chunks. Known before
     the file is converted, so an unchanged file is never converted again."""
-    tail = _settings_tail(policy, config.title_weight, salt)
+    tail = _settings_tail(policy, title_weight, salt)
     settings = f"[{_json_text(source)}, {tail}]"
     digest = hashlib.sha256(b"converted\x00" + settings.encode("utf-8", "surrogatepass"))
     digest.update(raw_hash.encode("ascii"))

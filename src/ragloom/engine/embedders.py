@@ -69,7 +69,9 @@ class Embedders:
         stable = {k: v for k, v in config.items() if k not in ("dimension", "epoch", "dense_floor")}
         return json.dumps(stable, sort_keys=True)
 
-    def for_collection(self, name: str, stored: dict[str, Any] | None, has_chunks: bool):
+    def for_collection(
+        self, name: str, stored: dict[str, Any] | None, has_chunks: bool
+    ) -> Embedder | None:
         """The embedder for a collection's stored model, None when searched lexically only.
 
         Raises `EmbeddingMismatch` when this index was opened with another model."""

@@ -10,7 +10,7 @@ from typing import Any
 from ragloom.context import count_tokens
 from ragloom.retrieval.fusion import effective_weights
 from ragloom.retrieval.pipeline import Candidate
-from ragloom.retrieval.search import SearchOptions
+from ragloom.retrieval.search_options import SearchOptions
 from ragloom.store.base import Snapshot
 from ragloom.store.records import StoredChunk
 from ragloom.text import Tokenizer, analyzer_for
@@ -36,8 +36,8 @@ def hits_of(
             raise RuntimeError(f"snapshot inconsistency: rows {missing[:5]} vanished")
         hits = hydrate(candidates, chunks, options if options.explain else None)
         if options.explain and hits:
-            config = snap.collection(collection).config
-            explain_matches(hits, analyzer_for(config.tokenizer), query)
+            tokenizer = analyzer_for(snap.collection(collection).config.tokenizer)
+            explain_matches(hits, tokenizer, tokenizer.terms(query))
         if not options.with_tokens:
             return hits, None
         for hit in hits:
@@ -142,10 +142,10 @@ def hydrate(
     return hits
 
 
-def explain_matches(hits: Sequence[Hit], tokenizer: Tokenizer, query: str) -> None:
-    """Add to each explained hit the query terms its text holds and where (`highlights`:
+def explain_matches(hits: Sequence[Hit], tokenizer: Tokenizer, terms: list[str]) -> None:
+    """Add to each explained hit the query's `terms` its text holds and where (`highlights`:
     [start, end] offsets into the hit's text of the words that matched)."""
     for hit in hits:
         if hit.explain is not None:
-            hit.explain["matched_terms"] = matched_terms(tokenizer, query, hit.text)
-            hit.explain["highlights"] = [list(s) for s in match_spans(tokenizer, query, hit.text)]
+            hit.explain["matched_terms"] = matched_terms(tokenizer, terms, hit.text)
+            hit.explain["highlights"] = [list(s) for s in match_spans(tokenizer, terms, hit.text)]

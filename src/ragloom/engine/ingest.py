@@ -18,7 +18,7 @@ import numpy as np
 from ragloom.chunking import ChunkPolicy, split_document
 from ragloom.config import CollectionConfig
 from ragloom.embedding import Embedder, resolve_embedder
-from ragloom.engine.calibration import profile_after_write
+from ragloom.engine.calibration import calibrate
 from ragloom.engine.documents import (
     check_collection_name,
     check_document,
@@ -33,10 +33,10 @@ from ragloom.enrich import Enricher, enrich_span, enrichers_fingerprint
 from ragloom.errors import EmbeddingError, EmbeddingMismatch, InputError, NotFound, worded
 from ragloom.loading.run import FileFailure, FileRun, batches
 from ragloom.store.base import Store
+from ragloom.store.document_text import text_hash
 from ragloom.store.records import CollectionInfo, NewChunk, NewDocument
-from ragloom.store.text import text_hash
 from ragloom.text import analyzer_for
-from ragloom.types import Document
+from ragloom.types import ChunkSpan, Document
 
 WRITE_BATCH = 512  # documents per write transaction when chunks are embedded
 LEXICAL_WRITE_BATCH = 2048  # without embedding: fewer, larger transactions
@@ -199,7 +199,7 @@ class Ingest:
                 policy = policy_of[key] = config.policy_for(d.source, d.language)
             policies[doc_id] = policy
         hashes = {
-            doc_id: content_hash(d, config, salt, policies[doc_id], metadata[doc_id])
+            doc_id: content_hash(d, metadata[doc_id], policies[doc_id], config.title_weight, salt)
             for doc_id, d in latest.items()
         }
         with self.store.snapshot() as snap:
@@ -238,7 +238,9 @@ class Ingest:
         report.chunks += outcome.chunks
 
     @staticmethod
-    def _prepare(doc, policy: ChunkPolicy, enrichers, report):
+    def _prepare(
+        doc: Document, policy: ChunkPolicy, enrichers: Sequence[Enricher], report: IndexReport
+    ) -> tuple[Document, list[ChunkSpan]]:
         """Chunk and enrich one document: (document, [spans]). Fragments dropped by
         min_chars are counted in `report`."""
         spans, fragments = split_document(doc.text, policy, doc.source, doc.title, doc.structure)
@@ -355,7 +357,7 @@ class Ingest:
             if rows:
                 write.set_vectors(info, [r for r, _, _ in rows], vectors)
         self.models.remember(model)
-        profile_after_write(self.store, self.models, collection, force=True)
+        calibrate(self.store, self.models, collection, force=True, quiet=True)
         return len(rows)
 
     def fill_pending(self, name: str, limit: int | None = None, batch: int = 256) -> int:

@@ -1,26 +1,41 @@
-"""A collection's legs for one search: the lexical leg (BM25, or BM25 with RM3 feedback when
-PRF is on), the dense leg (the query embedded once per model), and the metadata and vector
-lookups the controls after fusion use, all bound to one snapshot."""
+"""A collection's legs for one search, bound to one snapshot, and the functions that run them:
+the lexical leg (BM25, or BM25 with RM3 feedback when PRF is on) and the dense leg (the query
+embedded once per model), each a query in the leg's own form (terms, a vector) asked of the
+collection's reader, which answers with row ids and scores (`ragloom.store.base`). `Legs`
+holds values only (the reader, the analyzer, the model, the settings); what runs is here,
+and what the answers become (fusion, the controls) is `ragloom.retrieval.ranking`'s."""
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
-from ragloom.config import CollectionConfig
 from ragloom.embedding import Embedder
 from ragloom.embedding.floors import dense_floor_of
+from ragloom.engine.beside import Beside
 from ragloom.engine.embedders import Embedders, QueryVectors
-from ragloom.errors import FilterTypeMismatch, NotFound, ShardUnavailable
-from ragloom.expansion.rm3 import prf_search
+from ragloom.engine.services import SearchServices
+from ragloom.errors import EmbeddingError, FilterTypeMismatch, NotFound, ShardUnavailable
+from ragloom.expansion.rm3 import rm3_query
 from ragloom.filters import COMPARISONS, FilterNode, leaves, mistyped
 from ragloom.lexical import BM25Params, bm25_ceiling, bm25_idf
-from ragloom.retrieval.search import Leg, Ranking, SearchOptions
-from ragloom.store.base import CollectionReader, Snapshot
+from ragloom.retrieval.adaptive import Ranked
+from ragloom.retrieval.ranking import (
+    LegAnswers,
+    LegPlan,
+    Ranking,
+    needs_metadata,
+    needs_vectors,
+    plan_legs,
+    rank_answers,
+    tie_depth,
+)
+from ragloom.retrieval.search_options import SearchOptions
+from ragloom.store.base import CollectionReader, DenseQuery, LexicalQuery, Snapshot
 from ragloom.text import Tokenizer, analyzer_for
 from ragloom.timing import timed
 
@@ -33,32 +48,34 @@ BESIDE_ELIGIBLE = 2_000
 
 @dataclass(frozen=True)
 class Legs:
-    """What `rank` needs from one collection of a snapshot."""
+    """One collection of a snapshot as one search reads it: its reader, the search's options
+    as applied (with the collection's own defaults), the analyzer and BM25 parameters of the
+    lexical leg, the model of the dense leg (None: no dense leg), the query vectors of the
+    request, the model's dense-only floor and the collection's fusion profile."""
 
-    lexical: Leg
-    dense: Leg | None
-    metadata_of: Callable[[int], dict[str, Any]]
-    vectors_of: Callable[[Sequence[int]], np.ndarray] | None
+    snapshot: Snapshot
     reader: CollectionReader
+    options: SearchOptions
+    tokenizer: Tokenizer
+    bm25: BM25Params
+    title_weight: int
     embedder: Embedder | None
-    options: SearchOptions  # as applied: the search's, with the collection's defaults
-    dense_floor: float | None = None  # the model's floor for dense-only hits (embedding.floors)
-    ceiling: Callable[[str], float | None] | None = None  # query -> its BM25 ceiling
-    profile: dict[str, Any] | None = None  # the collection's probe profile (adaptive fusion)
-    legs_beside: Callable[[str], bool] | None = None  # query -> run the legs side by side?
+    vectors: QueryVectors
+    dense_floor: float | None = None
+    profile: dict[str, Any] | None = None
+    metadata: dict[int, dict[str, Any]] = field(default_factory=dict)  # read so far, by row
 
 
-def collection_legs(
+def open_legs(
     snap: Snapshot,
-    query: str,
     options: SearchOptions,
     collection: str,
     vectors: QueryVectors,
     models: Embedders,
     location: str,
 ) -> Legs | None:
-    """A collection's legs and lookups for `rank` (the legs take the query text, so
-    query variants reuse them). None for the default collection of a new index."""
+    """A collection's legs in `snap` for a search with `options` (any query text: variants
+    and follow-ups run on the same legs). None for the default collection of a new index."""
     known = snap.collections()
     if collection not in known:
         if collection == DEFAULT_COLLECTION:
@@ -73,92 +90,157 @@ def collection_legs(
     options = options.with_defaults(config.search)  # the collection's own (tuned) defaults
     stored_model = config.embedding
     embedder = models.for_collection(collection, stored_model, reader.size() > 0)
-    tokenizer = analyzer_for(config.tokenizer)
-    terms_of = query_terms(tokenizer, query)
-    bm25 = options.bm25_for(config.bm25)
-    node, key = options.filter_node, options.filter_key
-
-    def lexical(text: str, depth: int) -> tuple[np.ndarray, np.ndarray]:
-        words = terms_of(text)
-        with timed("lexical"):
-            if options.expand == "prf":
-                return prf_leg(snap, reader, tokenizer, config, words, depth, bm25, options)
-            return reader.lexical(words, depth, bm25, node, key)
-
-    def dense(text: str, depth: int) -> tuple[np.ndarray, np.ndarray]:
-        with timed("dense"):
-            vector = vectors.get(embedder, text)  # type: ignore[arg-type]
-            return reader.dense(vector, depth, node, key)
-
-    beside = beside_rule(vectors, embedder, reader, node, key)
-
-    def ceiling(text: str) -> float | None:
-        words = terms_of(text)
-        return query_ceiling(reader, words, bm25)
-
-    cache: dict[int, dict[str, Any]] = {}
-
-    def metadata_of(row: int) -> dict[str, Any]:
-        found = cache.get(row)
-        if found is None:
-            found = cache[row] = reader.metadata([row]).get(row, {})
-        return found
-
-    has_dense = bool(stored_model) and embedder is not None
     return Legs(
-        lexical,
-        dense if has_dense else None,
-        metadata_of,
-        reader.vectors if stored_model else None,
+        snap,
         reader,
-        embedder if has_dense else None,
         options,
+        analyzer_for(config.tokenizer),
+        options.bm25_for(config.bm25),
+        config.title_weight,
+        embedder if stored_model else None,
+        vectors,
         dense_floor_of(stored_model),
-        ceiling,
         config.fusion_profile or None,
-        beside if has_dense else None,
     )
 
 
-def beside_rule(
-    vectors: QueryVectors,
-    embedder: Embedder | None,
-    reader: CollectionReader,
-    node: FilterNode | None,
-    key: str | None,
-) -> Callable[[str], bool]:
-    """query -> whether a hybrid search's legs are worth a second core
-    (`ragloom.retrieval.beside`: the lexical leg there): a query a service must embed (the
-    lexical leg scores while it answers), or a vector at hand searched among at least
-    `BESIDE_ELIGIBLE` chunks. A local model embedding the query uses every core itself,
-    and a filter leaving fewer chunks makes both legs short: the thread costs more than it
-    overlaps (SciFact, local model: 0.95x; 100k, 1 % filter: 1.10-1.15 ms beside against
-    1.04-1.08)."""
-
-    def beside(text: str) -> bool:
-        if vectors.waits(embedder, text):  # type: ignore[arg-type]
-            return bool(getattr(embedder, "remote", False))
-        if node is None:
-            return True
-        count = reader.eligible_count(node, key)
-        return count is not None and count >= BESIDE_ELIGIBLE
-
-    return beside
+def rank_texts(
+    legs: Legs, texts: Sequence[str], options: SearchOptions, services: SearchServices
+) -> list[Ranking]:
+    """Each query text's ranking (the query and its variants): several side by side on the
+    services' threads, one in this thread."""
+    if len(texts) == 1:
+        return [rank_text(legs, texts[0], options)]
+    return services.map(lambda text: rank_text(legs, text, options), texts)
 
 
-def query_terms(tokenizer: Tokenizer, query: str) -> Callable[[str], list[str]]:
-    """text -> its terms, the query's parsed once and only when a leg first needs them (a
-    dense search never does); a variant's (expansion, a hop's follow-up) each time."""
-    parsed: list[list[str]] = []
+def rank_text(legs: Legs, text: str, options: SearchOptions) -> Ranking:
+    """One query text's ranking (the query, a variant, a follow-up): the legs its options
+    ask for, run in the snapshot, then fused (`ragloom.retrieval.ranking`)."""
+    plan = plan_legs(text, options, legs.embedder is not None)
+    answers = leg_answers(legs, text, plan, options)
+    preferences = None
+    if options.preferences and answers.dense is not None and answers.lexical is not None:
+        rows = [*answers.lexical[0].tolist(), *answers.dense[0].tolist()]
+        preferences = preference_scores(options, metadata_of(legs, rows))
+    ranking = rank_answers(plan, answers, options, legs.dense_floor, legs.profile, preferences)
+    return noted(ranking, legs.reader, options.strict)
 
-    def terms_of(text: str) -> list[str]:
-        if text != query:
-            return tokenizer.terms(text)
-        if not parsed:
-            parsed.append(tokenizer.terms(query))
-        return parsed[0]
 
-    return terms_of
+def leg_answers(legs: Legs, text: str, plan: LegPlan, options: SearchOptions) -> LegAnswers:
+    """The answers of the legs `plan` runs: a hybrid search's lexical leg on another core
+    while this thread embeds the query and runs the dense leg (`runs_beside`), one embedding
+    error kept rather than raised (the search then answers from its lexical leg)."""
+    if plan.depth == 0:
+        return LegAnswers()
+    if plan.mode == "lexical":
+        lexical, ceiling = lexical_side(legs, text, plan, options)
+        return LegAnswers(lexical, None, ceiling)
+    if plan.mode == "dense":
+        return LegAnswers(None, answer(legs, query_vector_of(legs, text), plan, options))
+    beside = runs_beside(legs, text, options)
+    with Beside(lambda: lexical_side(legs, text, plan, options), start=beside) as other:
+        try:
+            dense, failed = answer(legs, query_vector_of(legs, text), plan, options), None
+        except EmbeddingError as exc:
+            dense, failed = None, exc
+        lexical, ceiling = other.result()
+    return LegAnswers(lexical, dense, ceiling, failed)
+
+
+def lexical_side(
+    legs: Legs, text: str, plan: LegPlan, options: SearchOptions
+) -> tuple[Ranked, float | None]:
+    """The lexical leg's answer for the text's terms, and the query's BM25 ceiling."""
+    terms = legs.tokenizer.terms(text)
+    found = answer(legs, terms, plan, options)
+    with timed("lexical"):
+        return found, query_ceiling(legs.reader, terms, legs.bm25)
+
+
+def query_vector_of(legs: Legs, text: str) -> np.ndarray:
+    """The query's vector (embedded once per model and request; raises `EmbeddingError`)."""
+    with timed("dense"):
+        return legs.vectors.get(legs.embedder, text)  # type: ignore[arg-type]
+
+
+def answer(
+    legs: Legs, asked: list[str] | np.ndarray, plan: LegPlan, options: SearchOptions
+) -> Ranked:
+    """One leg's rows and scores, best first, for the query's terms (lexical) or vector
+    (dense); a single leg cut at top k is fetched again deeper while its answer may end
+    inside a tie with the k-th (`ragloom.retrieval.ranking.tie_depth`)."""
+    depth = plan.depth
+    while True:
+        found = search_leg(legs, asked, depth, options)
+        deeper = tie_depth(found[1], plan.exact, depth) if plan.exact else None
+        if deeper is None:
+            return found
+        depth = deeper
+
+
+def search_leg(
+    legs: Legs, asked: list[str] | np.ndarray, depth: int, options: SearchOptions
+) -> Ranked:
+    """The reader's top `depth` for the query's terms or vector, with the search's filter."""
+    node, key = options.filter_node, options.filter_key
+    if isinstance(asked, np.ndarray):
+        with timed("dense"):
+            return legs.reader.dense(DenseQuery(asked, node, key), depth)
+    with timed("lexical"):
+        if options.expand == "prf":
+            return feedback_search(legs, asked, depth, options)
+        return legs.reader.lexical(LexicalQuery(asked, legs.bm25, node, key), depth)
+
+
+def feedback_search(legs: Legs, terms: list[str], depth: int, options: SearchOptions) -> Ranked:
+    """The lexical leg with RM3 pseudo-relevance feedback (`options.prf`): search, take the
+    best `fb_docs` chunks' index terms (their text's terms plus the title's, weighted as at
+    ingest) with their document frequencies, expand the query (`expansion.rm3`), search
+    again with the expanded query's term weights."""
+    reader, params = legs.reader, options.prf
+    query = LexicalQuery(terms, legs.bm25, options.filter_node, options.filter_key)
+    if not terms:
+        return reader.lexical(query, depth)
+    rows, scores = reader.lexical(query, params.fb_docs)
+    if not len(rows):
+        return rows, scores
+    chunks = legs.snapshot.chunks(rows.tolist())
+    counts = []
+    for row in rows.tolist():
+        chunk = chunks[row]
+        words = legs.tokenizer.terms(chunk.text)
+        if chunk.title:
+            words += legs.tokenizer.terms(chunk.title) * legs.title_weight
+        counts.append(dict(Counter(words)))
+    vocabulary = sorted({t for c in counts for t in c} | set(terms))
+    df, n_docs = reader.document_frequencies(vocabulary)
+    expanded = rm3_query(terms, list(zip(scores.tolist(), counts)), df, n_docs, params)
+    ordered = list(expanded)
+    weighted = replace(query, terms=ordered, weights=[expanded[t] for t in ordered])
+    return reader.lexical(weighted, depth)
+
+
+def runs_beside(legs: Legs, text: str, options: SearchOptions) -> bool:
+    """Whether a hybrid search's legs are worth a second core (`ragloom.engine.beside`:
+    the lexical leg there): a query a service must embed (the lexical leg scores while it
+    answers), or a vector at hand searched among at least `BESIDE_ELIGIBLE` chunks. A local
+    model embedding the query uses every core itself, and a filter leaving fewer chunks
+    makes both legs short: the thread costs more than it overlaps (SciFact, local model:
+    0.95x; 100k, 1 % filter: 1.10-1.15 ms beside against 1.04-1.08)."""
+    if legs.vectors.waits(legs.embedder, text):  # type: ignore[arg-type]
+        return bool(getattr(legs.embedder, "remote", False))
+    if options.filter_node is None:
+        return True
+    count = legs.reader.eligible_count(options.filter_node, options.filter_key)
+    return count is not None and count >= BESIDE_ELIGIBLE
+
+
+def prime_vectors(legs: Legs, texts: Sequence[str], options: SearchOptions) -> None:
+    """Embed several query texts in one call (query variants; raises `EmbeddingError`)."""
+    if legs.embedder is not None and options.mode != "lexical":
+        with timed("embed"):
+            legs.vectors.models.remember_queries(legs.embedder, texts)
 
 
 def check_filter_kinds(reader: CollectionReader, node: FilterNode | None) -> None:
@@ -181,64 +263,59 @@ def query_ceiling(reader: CollectionReader, terms: Sequence[str], params: BM25Pa
     return bm25_ceiling([bm25_idf(counts.get(t, 0), n_chunks) for t in terms], params)
 
 
-def note_pending(ranking: Ranking, reader: CollectionReader) -> Ranking:
-    """Mark a ranking that used vectors while some chunks still wait for theirs."""
-    if ranking.mode != "lexical":
-        waiting = reader.pending()
-        if waiting:
-            note = (
-                f"{waiting} chunk(s) still wait for vectors (the embedding service failed "
-                "when they were indexed); they are found by the lexical leg only"
-            )
-            ranking.degraded = True
-            ranking.reason = f"{ranking.reason}; {note}" if ranking.reason else note
-    return ranking
+def metadata_of(legs: Legs, rows: Sequence[int]) -> dict[int, dict[str, Any]]:
+    """The rows' metadata, each row read once per search."""
+    known = legs.metadata
+    missing = [row for row in dict.fromkeys(rows) if row not in known]
+    if missing:
+        found = legs.reader.metadata(missing)
+        known.update((row, found.get(row, {})) for row in missing)
+    return {row: known[row] for row in rows}
 
 
-def note_missing(ranking: Ranking, reader: CollectionReader, strict: bool) -> Ranking:
-    """Mark a ranking made without some shards of a shard set (`strict`: raise instead)."""
+def preference_scores(
+    options: SearchOptions, metadata: dict[int, dict[str, Any]]
+) -> dict[int, float]:
+    """row -> share of the `prefer` filters its metadata matches."""
+    rules = options.preferences
+    return {
+        row: sum(rule(fields) for rule in rules) / len(rules) for row, fields in metadata.items()
+    }
+
+
+def control_data(
+    legs: Legs, rows: list[int], options: SearchOptions
+) -> tuple[dict[int, dict[str, Any]] | None, dict[int, np.ndarray] | None]:
+    """What the controls after fusion read of the candidates, when the options ask: their
+    metadata (boosts, caps) and vectors (MMR; None without stored vectors)."""
+    metadata = metadata_of(legs, rows) if needs_metadata(options) else None
+    vectors = None
+    if needs_vectors(options) and legs.reader.config.embedding:
+        vectors = dict(zip(rows, legs.reader.vectors(rows)))
+    return metadata, vectors
+
+
+def keys_of(legs: Legs, rows: Sequence[int]) -> dict[int, tuple[str, int]]:
+    """Each row's stable key, which orders tied rows: (document id, chunk number)."""
+    return {row: (c.document_id, c.n) for row, c in legs.snapshot.chunks(rows).items()}
+
+
+def noted(ranking: Ranking, reader: CollectionReader, strict: bool) -> Ranking:
+    """The ranking marked degraded when it used vectors while some chunks still wait for
+    theirs, or was made without some shards of a shard set (`strict`: that raises)."""
+    notes = []
+    if ranking.mode != "lexical" and (waiting := reader.pending()):
+        notes.append(
+            f"{waiting} chunk(s) still wait for vectors (the embedding service failed "
+            "when they were indexed); they are found by the lexical leg only"
+        )
     missing = reader.missing_shards()
     if missing:
         note = "answered without " + "; ".join(missing)
         if strict:
             raise ShardUnavailable(note, "retry once the shard is back, or search without strict")
+        notes.append(note)
+    for note in notes:
         ranking.degraded = True
         ranking.reason = f"{ranking.reason}; {note}" if ranking.reason else note
     return ranking
-
-
-def prf_leg(
-    snap: Snapshot,
-    reader: CollectionReader,
-    tokenizer: Tokenizer,
-    config: CollectionConfig,
-    terms: list[str],
-    depth: int,
-    bm25: BM25Params,
-    options: SearchOptions,
-) -> tuple[np.ndarray, np.ndarray]:
-    """The lexical leg with RM3 pseudo-relevance feedback (`options.prf`): the feedback
-    chunks' index terms are their text's terms plus the title's, weighted as at ingest."""
-    node, key = options.filter_node, options.filter_key
-
-    def feedback_terms(rows: list[int]) -> list[dict[str, float]]:
-        chunks = snap.chunks(rows)
-        out = []
-        for row in rows:
-            chunk = chunks[row]
-            words = tokenizer.terms(chunk.text)
-            if chunk.title:
-                words += tokenizer.terms(chunk.title) * config.title_weight
-            out.append(dict(Counter(words)))
-        return out
-
-    rows, scores, _ = prf_search(
-        terms,
-        depth,
-        lambda words, n: reader.lexical(words, n, bm25, node, key),
-        lambda words, weights, n: reader.lexical_weighted(words, weights, n, bm25, node, key),
-        feedback_terms,
-        reader.document_frequencies,
-        options.prf,
-    )
-    return rows, scores

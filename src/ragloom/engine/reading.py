@@ -6,13 +6,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ragloom.context import GROUNDING_INSTRUCTION, PackedContext
+from ragloom.context import GROUNDING_INSTRUCTION as GROUNDING
+from ragloom.context import PackedContext
 from ragloom.engine.embedders import Embedders, QueryVectors
+from ragloom.engine.keywords import collection_requests, search_options
 from ragloom.engine.legs import DEFAULT_COLLECTION
-from ragloom.engine.options import collection_requests, search_options
-from ragloom.engine.searching import Searcher, check_query
+from ragloom.engine.searching import Searcher, Sections, check_query
 from ragloom.store.base import Snapshot
-from ragloom.types import Hit, MultiSearchResult, SearchResult
+from ragloom.types import MultiSearchResult, SearchResult
 
 
 class IndexReading:
@@ -39,10 +40,7 @@ class IndexReading:
         return self._searcher.search_many_in(self.snapshot, query, wanted, self._vectors)
 
     def pack(
-        self,
-        sections: Sequence[tuple[str | None, Sequence[Hit]]],
-        budget: int | None = None,
-        instruction: str | None = GROUNDING_INSTRUCTION,
+        self, sections: Sections, budget: int | None = None, instruction: str | None = GROUNDING
     ) -> PackedContext:
         return self._searcher.pack_in(self.snapshot, sections, budget, instruction)
 

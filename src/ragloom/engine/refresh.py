@@ -19,7 +19,7 @@ import warnings
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from ragloom.engine.calibration import Stopped, calibrate, profile_after_write
+from ragloom.engine.calibration import Stopped, calibrate
 from ragloom.engine.embedders import Embedders
 from ragloom.errors import EmbeddingError
 from ragloom.store.base import Store
@@ -124,7 +124,7 @@ class FusionProfiles:
     def after_write(self) -> None:
         """After a write that stored chunks: profile a collection that has none now, and
         leave a stale one for when writes pause."""
-        profile_after_write(self.store, self.models, missing_only=True)
+        calibrate(self.store, self.models, missing_only=True, quiet=True)
         self.background.schedule()
 
     def refresh(self, on_step: Callable[[int, str], None] | None = None) -> int:
@@ -148,4 +148,4 @@ class FusionProfiles:
 
     def _in_background(self, stopping: Callable[[], bool]) -> Any:
         with contextlib.suppress(Stopped):
-            profile_after_write(self.store, self.models, stop=stopping)
+            calibrate(self.store, self.models, stop=stopping, quiet=True)

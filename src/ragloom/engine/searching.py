@@ -1,7 +1,7 @@
 """The read path, one route for every search, in one snapshot:
 
     collection's legs (`ragloom.engine.legs`) -> fusion -> controls, with the steps the
-    options switch on (`ragloom.retrieval.flow`: expansion, rerank, hops) -> hydration
+    options switch on (`ragloom.engine.steps`: expansion, rerank, hops) -> hydration
     (chunk text and metadata from the same snapshot) -> the `SearchResult`, built here only.
 
 Everything one search returns (ranking, chunk text, metadata, vectors, packed document text)
@@ -19,19 +19,20 @@ from typing import Any, TypeVar
 from ragloom.context import GROUNDING_INSTRUCTION, PackedContext, pack_context
 from ragloom.engine.embedders import Embedders, QueryVectors
 from ragloom.engine.hydrate import hits_of
-from ragloom.engine.legs import Legs, collection_legs, note_missing, note_pending
+from ragloom.engine.legs import open_legs
 from ragloom.engine.services import SearchServices, search_services
+from ragloom.engine.steps import FlowResult, search_flow
 from ragloom.errors import InputError, ReadInterrupted
-from ragloom.retrieval.flow import Backend, FlowResult, search_flow
-from ragloom.retrieval.pipeline import Candidate
-from ragloom.retrieval.search import Ranking, SearchOptions, fuse_legs, refine
+from ragloom.retrieval.ranking import Ranking
+from ragloom.retrieval.search_options import SearchOptions
 from ragloom.store.base import Snapshot, Store
-from ragloom.timing import StageTimer, timed
+from ragloom.timing import StageTimer
 from ragloom.types import Hit, MultiSearchResult, SearchGroup, SearchResult
 
 READ_ATTEMPTS = 3  # a read that lost its connection (see `Searcher.read`) runs again
 T = TypeVar("T")
 Requests = Sequence[tuple[str, "str | None", SearchOptions]]  # (collection, label, options)
+Sections = Sequence[tuple["str | None", Sequence[Hit]]]  # (label, hits) of a context block
 
 
 def check_query(query: Any) -> str:
@@ -69,10 +70,18 @@ class Searcher:
         )
 
     def rank(self, query: str, options: SearchOptions, collection: str) -> Ranking:
+        """The ranked candidates (row ids with provenance) of one collection: the search's
+        route without fetching chunk text."""
         check_query(query)
-        return self.read(
-            lambda snap: self.rank_in(snap, query, options, collection, QueryVectors(self.models))
-        )
+
+        def ranked(snap: Snapshot) -> Ranking:
+            flow, applied = self.flow_in(
+                snap, query, options, collection, QueryVectors(self.models)
+            )
+            found = (flow.candidates, flow.mode, flow.degraded, flow.reason, flow.floor)
+            return Ranking(*found, flow.below_floor, applied)
+
+        return self.read(ranked)
 
     def search_in(
         self,
@@ -92,81 +101,19 @@ class Searcher:
         result.timings = timer.to_dict()
         return result
 
-    def rank_in(
-        self,
-        snap: Snapshot,
-        query: str,
-        options: SearchOptions,
-        collection: str,
-        vectors: QueryVectors,
-    ) -> Ranking:
-        """The ranked candidates (row ids with provenance) of one collection: the search's
-        route without fetching chunk text."""
-        flow, applied = self.flow_in(snap, query, options, collection, vectors)
-        return Ranking(
-            flow.candidates,
-            flow.mode,
-            flow.degraded,
-            flow.reason,
-            flow.floor,
-            flow.below_floor,
-            applied,
-        )
-
     def flow_in(
-        self,
-        snap: Snapshot,
-        query: str,
-        options: SearchOptions,
-        collection: str,
-        vectors: QueryVectors,
+        self, snap: Snapshot, query: str, options: SearchOptions, name: str, vectors: QueryVectors
     ) -> tuple[FlowResult, SearchOptions]:
         """Legs, fusion, controls and the steps the options switch on; with the options as
         applied (the collection's own defaults filled in)."""
         llm, reranker = (
             search_services(self.services, options) if options.uses_services else (None, None)
         )
-        legs = collection_legs(
-            snap, query, options, collection, vectors, self.models, self.store.location
-        )
+        legs = open_legs(snap, options, name, vectors, self.models, self.store.location)
         if legs is None:  # a new, empty index answers with no hits
             return FlowResult([], options.mode or "lexical"), options
-        backend = self.backend(snap, legs)
-        return search_flow(query, legs.options, backend, llm, reranker), legs.options
-
-    def backend(self, snap: Snapshot, legs: Legs) -> Backend:
-        """What the flow needs from one collection of the snapshot (`ragloom.retrieval.flow`)."""
-        options = legs.options
-
-        def fuse(text: str, opts: SearchOptions) -> Ranking:
-            ranking = fuse_legs(
-                text,
-                opts,
-                legs.lexical,
-                legs.dense,
-                legs.metadata_of,
-                legs.dense_floor,
-                legs.ceiling,
-                legs.profile,
-                legs.legs_beside,
-            )
-            return note_missing(note_pending(ranking, legs.reader), legs.reader, opts.strict)
-
-        def controls(candidates: list[Candidate], opts: SearchOptions):
-            with timed("fusion"):  # fusion's stage holds the controls after it (timing.STAGES)
-                return refine(candidates, opts, legs.metadata_of, legs.vectors_of, keys_of)
-
-        def keys_of(rows: list[int]) -> dict[int, tuple[str, int]]:
-            """Each row's stable key, which breaks ties: (document id, chunk number)."""
-            return {row: (c.document_id, c.n) for row, c in snap.chunks(rows).items()}
-
-        def prime(texts: list[str]) -> None:
-            if legs.embedder is not None and options.mode != "lexical":
-                with timed("embed"):
-                    self.models.remember_queries(legs.embedder, texts)
-
         services = self.services or SearchServices()
-        return Backend(fuse, controls, snap.chunks, prime, services.map)
+        return search_flow(query, legs, services, llm, reranker), legs.options
 
     # -- several collections ----------------------------------------------------------
     def search_many(self, query: str, requests: Requests) -> MultiSearchResult:
@@ -218,7 +165,7 @@ class Searcher:
     @staticmethod
     def pack_in(
         snap: Snapshot,
-        sections: Sequence[tuple[str | None, Sequence[Hit]]],
+        sections: Sections,
         budget: int | None,
         instruction: str | None,
     ) -> PackedContext:

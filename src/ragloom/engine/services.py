@@ -12,7 +12,7 @@ from typing import Any
 
 from ragloom.llm import LLM, resolve_llm
 from ragloom.rerank import Reranker, resolve_reranker
-from ragloom.retrieval.search import SearchOptions
+from ragloom.retrieval.search_options import SearchOptions
 
 _UNSET = object()
 

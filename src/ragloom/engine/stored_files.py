@@ -36,7 +36,8 @@ def known_converted(
     salt = enrichers_fingerprint(enrichers)
 
     def known(doc_id: str, source: str, raw: str) -> bool:
-        expected = converted_hash(raw, source, config, salt, config.policy_for(source))
+        policy = config.policy_for(source)
+        expected = converted_hash(raw, source, policy, config.title_weight, salt)
         with store.snapshot() as snap:
             return snap.content_hashes(info.name, [doc_id]).get(doc_id) == expected
 

@@ -16,7 +16,7 @@ from ragloom.config import CollectionConfig
 from ragloom.console import err, out, print_json, progress
 from ragloom.errors import NotFound
 from ragloom.evaluation.beir import load_beir
-from ragloom.evaluation.legs import LegCache
+from ragloom.evaluation.leg_cache import LegCache
 from ragloom.evaluation.metrics import judged_queries
 from ragloom.evaluation.prepare import prepared_index
 from ragloom.evaluation.runner import EVAL_COLLECTION, whole_document_config

@@ -79,7 +79,7 @@ def evaluate_run(
     ``qrels`` are ignored. Returns keys ``ndcg@{k_ndcg}``, ``recall@{k_recall}``,
     ``mrr@{k_mrr}`` and ``queries`` (the number of queries averaged over).
     """
-    scores = per_query(run, qrels, k_ndcg, k_recall, k_mrr)
+    scores = per_query(run, qrels, (k_ndcg, k_recall, k_mrr))
     means = {
         name: float(np.mean([q[name] for q in scores.values()]))
         for name in _names(k_ndcg, k_recall, k_mrr)
@@ -102,11 +102,11 @@ def judged_queries(qrels: Mapping[str, Mapping[str, int]]) -> list[str]:
 def per_query(
     run: Mapping[str, Sequence[str]],
     qrels: Mapping[str, Mapping[str, int]],
-    k_ndcg: int = 10,
-    k_recall: int = 100,
-    k_mrr: int = 10,
+    cutoffs: tuple[int, int, int] = (10, 100, 10),
 ) -> dict[str, dict[str, float]]:
-    """Each judged query's nDCG, Recall and MRR (as `evaluate_run` averages them)."""
+    """Each judged query's nDCG, Recall and MRR at `cutoffs` (k of each, in that order), as
+    `evaluate_run` averages them."""
+    k_ndcg, k_recall, k_mrr = cutoffs
     names = _names(k_ndcg, k_recall, k_mrr)
     out = {}
     for qid in judged_queries(qrels):

@@ -1,7 +1,7 @@
 """Every mode and fusion method scored in one run, from one embedded index.
 
 `run_suite` builds (or reuses) the index once, fetches each query's legs once
-(`ragloom.evaluation.legs`), then scores each setting on them. nDCG@10 and MRR@10 are
+(`ragloom.evaluation.leg_cache`), then scores each setting on them. nDCG@10 and MRR@10 are
 scored on the ten hits a `top_k=10` search returns (each leg fetching its `candidates`, as
 an application's search does), Recall@100 on a `top_k=100` search.
 """
@@ -18,14 +18,14 @@ from ragloom.config import CollectionConfig
 from ragloom.embedding import Embedder
 from ragloom.errors import InputError
 from ragloom.evaluation.beir import BeirDataset, load_beir
-from ragloom.evaluation.legs import LegCache
+from ragloom.evaluation.leg_cache import LegCache
 from ragloom.evaluation.metrics import per_query
 from ragloom.evaluation.prepare import prepared_index
 from ragloom.evaluation.runner import EVAL_COLLECTION, rank_documents, whole_document_config
 from ragloom.retrieval.adaptive import ADAPTIVE
 from ragloom.retrieval.fusion import effective_weights
 from ragloom.retrieval.pipeline import DENSE, LEXICAL
-from ragloom.retrieval.search import MODES, SearchOptions
+from ragloom.retrieval.search_options import MODES, SearchOptions
 
 METRICS = ("ndcg@10", "recall@100", "mrr@10")
 SWEEP_WEIGHTS = tuple(round(0.1 * i, 1) for i in range(11))  # the dense leg's share
@@ -134,11 +134,11 @@ class Scorer:
         """nDCG@10 and MRR@10 of the top-10 search, Recall@100 of the top-100 search."""
         qrels = self.dataset.qrels
         started = time.perf_counter()
-        top10 = per_query(self.run(setting.options, 10), qrels, 10, 10, 10)
+        top10 = per_query(self.run(setting.options, 10), qrels, (10, 10, 10))
         ranking_ms = 1000.0 * (time.perf_counter() - started) / max(1, len(self.dataset.queries))
         queries = {q: {"ndcg@10": m["ndcg@10"], "mrr@10": m["mrr@10"]} for q, m in top10.items()}
         if recall:
-            top100 = per_query(self.run(setting.options, 100), qrels, 10, 100, 10)
+            top100 = per_query(self.run(setting.options, 100), qrels, (10, 100, 10))
             for qid, m in top100.items():
                 queries[qid]["recall@100"] = m["recall@100"]
         names = METRICS if recall else ("ndcg@10", "mrr@10")
@@ -203,14 +203,9 @@ class SuiteResult:
     expand: str | None = None  # "prf": every setting's lexical leg had RM3 feedback
 
     def to_dict(self) -> dict[str, Any]:
+        plain = ("dataset", "split", "queries", "documents", "chunks", "embedder", "expand")
         return {
-            "dataset": self.dataset,
-            "split": self.split,
-            "queries": self.queries,
-            "documents": self.documents,
-            "chunks": self.chunks,
-            "embedder": self.embedder,
-            "expand": self.expand,
+            **{name: getattr(self, name) for name in plain},
             "index_seconds": round(self.build_seconds, 3),
             "index_reused": self.reused,
             "legs_seconds": {k: round(v, 3) for k, v in self.legs_seconds.items()},

@@ -20,7 +20,7 @@ from typing import Any
 from ragloom.errors import InputError
 from ragloom.evaluation.beir import BeirDataset
 from ragloom.evaluation.suite import Scorer, Setting, fusion_name
-from ragloom.retrieval.search import SearchOptions
+from ragloom.retrieval.search_options import SearchOptions
 
 DENSE_WEIGHTS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
 RRF_KS = (1.0, 5.0, 10.0, 20.0, 40.0, 60.0, 100.0, 200.0)
@@ -166,13 +166,9 @@ class TuneResult:
     applied_to: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
+        plain = ("dataset", "train_queries", "test_queries", "trials", "chosen", "applied_to")
         return {
-            "dataset": self.dataset,
-            "train_queries": self.train_queries,
-            "test_queries": self.test_queries,
-            "trials": self.trials,
-            "chosen": self.chosen,
-            "applied_to": self.applied_to,
+            **{name: getattr(self, name) for name in plain},
             "results": [
                 {
                     "setting": row.name,

@@ -10,10 +10,8 @@ term weights.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-
-import numpy as np
 
 from ragloom.errors import InputError
 
@@ -84,38 +82,3 @@ def rm3_query(
     for term, weight in model.items():
         mixed[term] = mixed.get(term, 0.0) + (1.0 - params.original_weight) * weight
     return mixed
-
-
-Search = Callable[[Sequence[str], int], tuple[np.ndarray, np.ndarray]]
-WeightedSearch = Callable[[Sequence[str], Sequence[float], int], tuple[np.ndarray, np.ndarray]]
-
-
-def prf_search(
-    terms: Sequence[str],
-    depth: int,
-    search: Search,
-    weighted_search: WeightedSearch,
-    feedback_terms: Callable[[list[int]], list[Mapping[str, float]]],
-    frequencies: Callable[[Sequence[str]], tuple[Mapping[str, int], int]],
-    params: PRFParams,
-) -> tuple[np.ndarray, np.ndarray, dict[str, float]]:
-    """Search, expand the query from its best chunks, search again with the weights.
-
-    `search(terms, n)` is the lexical leg (filters included), `weighted_search` the same
-    with a weight per term; `feedback_terms(rows)` gives each row's index terms with their
-    frequencies; `frequencies(terms)` their document frequencies and the live chunk count.
-    Returns the rows, scores and the expanded query's term weights.
-    """
-    if not terms:
-        return *search(terms, depth), {}
-    rows, scores = search(terms, params.fb_docs)
-    if not len(rows):
-        return rows, scores, query_vector(terms)
-    counts = feedback_terms(rows.tolist())
-    feedback = list(zip(scores.tolist(), counts))
-    vocabulary = sorted({t for c in counts for t in c} | set(terms))
-    df, n_docs = frequencies(vocabulary)
-    expanded = rm3_query(terms, feedback, df, n_docs, params)
-    ordered = list(expanded)
-    rows, scores = weighted_search(ordered, [expanded[t] for t in ordered], depth)
-    return rows, scores, expanded

@@ -6,7 +6,9 @@ with the same N and lengths. Pure numeric code; the statistics come from the cal
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -32,7 +34,9 @@ def _key(tag: str, term: int, stats: Stats, params: BM25Params) -> tuple:
     return (tag, term, params.k1, params.b, stats.idf[term], stats.avgdl)
 
 
-def term_weights(segment: Segment, stats: Stats, params: BM25Params, term: int):
+def term_weights(
+    segment: Segment, stats: Stats, params: BM25Params, term: int
+) -> tuple[np.ndarray, np.ndarray]:
     """(docs, BM25 weights) of one term in one segment, remembered per segment for the same
     statistics (a read-mostly index answers many queries with the same N and lengths)."""
     key = _key("w", term, stats, params)
@@ -53,7 +57,14 @@ def term_weights(segment: Segment, stats: Stats, params: BM25Params, term: int):
     return docs, weights
 
 
-def _beside(segment: Segment, stats: Stats, params: BM25Params, term: int, tag, derive):
+def _beside(
+    segment: Segment,
+    stats: Stats,
+    params: BM25Params,
+    term: int,
+    tag: str,
+    derive: Callable[[np.ndarray, np.ndarray], Any],
+) -> Any:
     """`derive(docs, weights)` of a term's cached weights, remembered beside them under the
     same statistics (`tag` names what is derived)."""
     key = _key(tag, term, stats, params)
@@ -81,7 +92,9 @@ def least_weight(segment: Segment, stats: Stats, params: BM25Params, term: int) 
     )
 
 
-def by_chunk_weights(segment: Segment, stats: Stats, params: BM25Params, term: int):
+def by_chunk_weights(
+    segment: Segment, stats: Stats, params: BM25Params, term: int
+) -> np.ndarray | None:
     """A very common term's weights by chunk number (`kernels.by_chunk`), remembered beside
     its weights (at most twice their memory), or None for a term in fewer chunks."""
     if segment.df(term) <= DENSE_SHARE * segment.n:

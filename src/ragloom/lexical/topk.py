@@ -59,7 +59,9 @@ class Target:
     listed: np.ndarray | None = None  # the chunks `eligible` allows, when the caller has them
 
 
-def _score_all(target: Target, terms: Sequence[int], stats: Stats, params: BM25Params):
+def _score_all(
+    target: Target, terms: Sequence[int], stats: Stats, params: BM25Params
+) -> tuple[np.ndarray, np.ndarray]:
     """Every matching chunk's score: the reference computation."""
     segment = target.segment
     scores = np.zeros(segment.n, np.float64)
@@ -97,7 +99,9 @@ def _score_docs(
     return scores
 
 
-def _block_bounds(segment: Segment, index: int, idf: float, stats: Stats, params: BM25Params):
+def _block_bounds(
+    segment: Segment, index: int, idf: float, stats: Stats, params: BM25Params
+) -> np.ndarray:
     """Upper bound of the term's weight in each of its blocks."""
     lo, hi = int(segment.block_ptr[index]), int(segment.block_ptr[index + 1])
     max_tf = segment.block_max_tf[lo:hi].astype(np.float64)
@@ -153,7 +157,9 @@ class _Best:
         return float(self.scores[-1]) if len(self.scores) >= self.k else 0.0
 
 
-def _pruned(target: Target, terms: Sequence[int], stats: Stats, params: BM25Params, best: _Best):
+def _pruned(
+    target: Target, terms: Sequence[int], stats: Stats, params: BM25Params, best: _Best
+) -> None:
     """Offer the segment's candidates that can beat `best`'s threshold."""
     segment = target.segment
     unique, counts = np.unique(np.asarray(terms, np.int64), return_counts=True)
@@ -208,7 +214,9 @@ def _pruned(target: Target, terms: Sequence[int], stats: Stats, params: BM25Para
         scored(np.concatenate(candidates))
 
 
-def _kernel_into(target: Target, terms, stats: Stats, params: BM25Params, best: _Best) -> None:
+def _kernel_into(
+    target: Target, terms: Sequence[int], stats: Stats, params: BM25Params, best: _Best
+) -> None:
     """Score the segment in compiled code: every match when there are few or a filter
     applies, else pruned by block maxima (the same chunks and scores, bit for bit, as
     `_score_all` ranks first): MaxScore first only when `MAXSCORE_WALKED` allows, else
@@ -242,12 +250,16 @@ def _kernel_into(target: Target, terms, stats: Stats, params: BM25Params, best: 
     best.offer(segment.rows[docs], scores)
 
 
-def _exhaustive_into(target, terms, stats, params, best: _Best) -> None:
+def _exhaustive_into(
+    target: Target, terms: Sequence[int], stats: Stats, params: BM25Params, best: _Best
+) -> None:
     docs, scores = _score_all(target, terms, stats, params)
     best.offer(target.segment.rows[docs], scores)
 
 
-def _selective(target: Target, terms, stats, params, best: _Best) -> bool:
+def _selective(
+    target: Target, terms: Sequence[int], stats: Stats, params: BM25Params, best: _Best
+) -> bool:
     """Score the eligible chunks directly when there are few of them; True if done."""
     eligible = target.eligible
     if eligible is None:
@@ -315,7 +327,8 @@ def search(
     if k <= 0 or not terms:
         return best.rows, best.scores
     unique = set(terms)
-    small, large = [], []
+    small: list[Target] = []
+    large: list[Target] = []
     compiled = prune and kernels.available()
     if compiled:  # the largest first: its k-th score lets the smaller ones skip more
         targets = sorted(targets, key=lambda target: -target.segment.n)

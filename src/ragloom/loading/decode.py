@@ -77,9 +77,3 @@ class StreamDecoder:
         if count_lines:
             self._lines += text.count("\n")
         return text
-
-
-def decode_utf8(data: bytes, path: str, lenient: bool = False) -> str:
-    """Decode a whole buffer (the encoding from its byte-order mark, UTF-8 without one)."""
-    decoder = StreamDecoder(path, sniff_encoding(data), lenient)
-    return decoder.decode(data, final=True)

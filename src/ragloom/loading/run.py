@@ -315,5 +315,5 @@ def index_files(
 ) -> FileRun:
     """Discover the files under `paths` and prepare a run over them (`settle_ids` next)."""
     policy = policy or DEFAULT_POLICY
-    files = discover_files(paths, include, exclude, policy, lenient)
+    files = discover_files([Path(p) for p in paths], include, exclude, policy, lenient)
     return FileRun(files, lenient, fields, policy, fail_fast, stop)

@@ -17,9 +17,12 @@ from typing import Any
 
 from ragloom.errors import InputError
 from ragloom.operations.manifest import Manifest
+from ragloom.operations.sqlite_backup import backup_sqlite, restore_sqlite
 from ragloom.operations.staging import staged_folder
 from ragloom.store.base import Store
+from ragloom.store.migrate import migrate
 from ragloom.store.open import is_url, open_store
+from ragloom.store.sqlite.store import SQLiteStore
 
 Progress = Callable[[str, int, int], None]  # (what, done, total)
 BACKUP_HINT = "choose a new destination: a backup is never written over another"
@@ -31,15 +34,13 @@ def backup(
     """Copy the index at `source` (a path, a URL, an open `Index` or store) into the new
     folder `dest`; returns its manifest. Writers and searches go on meanwhile."""
     started = time.monotonic()
-    with _opened(source) as store, staged_folder(Path(dest), "backup", BACKUP_HINT) as folder:
-        if is_url(store.location):
+    with store_of(source) as store, staged_folder(Path(dest), "backup", BACKUP_HINT) as folder:
+        if isinstance(store, SQLiteStore):
+            manifest = backup_sqlite(store, folder, on_progress)
+        else:  # (imported here: PostgreSQL needs the postgres extra)
             from ragloom.operations.postgres_backup import backup_postgres
 
             manifest = backup_postgres(store, folder, on_progress)
-        else:
-            from ragloom.operations.sqlite_backup import backup_sqlite
-
-            manifest = backup_sqlite(store, folder, on_progress)
         manifest.details["seconds"] = round(time.monotonic() - started, 3)
         manifest.write(folder)
     return manifest
@@ -55,12 +56,8 @@ def restore(
     manifest.verify(folder)
     if manifest.store == "sqlite":
         if is_url(target):
-            from ragloom.store.migrate import migrate
-
             migrate(folder / "index.db", str(target), _batches(on_progress, manifest))
             return manifest
-        from ragloom.operations.sqlite_backup import restore_sqlite
-
         restore_sqlite(folder, manifest, Path(target).absolute())
         return manifest
     if not is_url(target):
@@ -68,7 +65,7 @@ def restore(
             f"{folder} is a PostgreSQL backup; it restores into PostgreSQL only",
             "give a postgresql:// URL, or move the index with `ragloom export` / `ragloom import`",
         )
-    from ragloom.operations.postgres_backup import restore_postgres
+    from ragloom.operations.postgres_backup import restore_postgres  # the postgres extra
 
     restore_postgres(folder, manifest, str(target))
     return manifest
@@ -88,13 +85,17 @@ def _batches(on_progress: Progress | None, manifest: Manifest) -> Callable[[str,
 
 
 @contextlib.contextmanager
-def _opened(source: str | Path | Store | Any) -> Iterator[Store]:
-    """The store behind `source`; opened (read-only) here and closed after, unless given."""
-    given = getattr(source, "store", source)
+def store_of(place: str | Path | Store | Any, create: bool = False) -> Iterator[Store]:
+    """The store behind `place` (a path, a URL, an open `Index` or store): one given is used
+    as it is; one named is opened here (read-only, unless `create`: for writing, created
+    when missing) and closed after."""
+    given = getattr(place, "store", place)
     if isinstance(given, Store):
         yield given
         return
-    store = open_store(source, create=False, read_only=True)
+    if not isinstance(given, (str, Path)):
+        raise InputError(f"no index at {given!r}", "give a path, a URL, an Index or a store")
+    store = open_store(given, create=create, read_only=not create)
     try:
         yield store
     finally:

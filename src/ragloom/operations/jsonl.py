@@ -18,33 +18,22 @@ import json
 import os
 import sys
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
 import numpy as np
 
 from ragloom.errors import InputError
-from ragloom.operations.backup import _opened
+from ragloom.operations.backup import store_of
 from ragloom.operations.staging import refuse_existing, remove_path, remove_stale, staging_name
 from ragloom.store.base import Store
-from ragloom.store.open import open_store
+from ragloom.store.migrate import TransferReport
 from ragloom.store.records import NewChunk, NewDocument
 from ragloom.types import Document
 from ragloom.version import __version__
 
 FORMAT = 1
 Progress = Callable[[str, int, int], None]  # (what, done, total)
-
-
-@dataclass
-class TransferReport:
-    """What an export or import moved."""
-
-    collections: list[str] = field(default_factory=list)
-    documents: int = 0
-    chunks: int = 0
-    vectors: int = 0
 
 
 def export_jsonl(
@@ -56,12 +45,12 @@ def export_jsonl(
     """Write the index at `source` (every collection, or those named) as JSON lines to
     `dest`: a new file (written under a hidden name, renamed when complete), "-" for
     standard output, or an open text stream. Everything comes from one committed version."""
-    with _opened(source) as store, _output(dest) as handle:
+    with store_of(source) as store, _output(dest) as handle:
         return _write(store, handle, collections, on_progress)
 
 
 def _write(
-    store: Store, handle: IO[str], wanted: Iterable[str] | None, on_progress
+    store: Store, handle: IO[str], wanted: Iterable[str] | None, on_progress: Progress | None
 ) -> TransferReport:
     report = TransferReport()
     with store.snapshot() as snap:  # nested reads below share this one version
@@ -157,7 +146,7 @@ def import_jsonl(
     report = TransferReport()
     with _input(source) as handle:
         _header(handle, source)  # before the target is opened (and maybe created)
-        with _target(target) as store:
+        with store_of(target, create=True) as store:
             ended = _import_lines(
                 store, _records(handle, str(source)), source, report, on_progress, batch
             )
@@ -185,9 +174,16 @@ def _header(handle: IO[str], source: Any) -> None:
         raise InputError(f"{source} was written by a newer ragloom", "upgrade ragloom")
 
 
-def _import_lines(store, lines, source, report, on_progress, batch) -> bool:
+def _import_lines(
+    store: Store,
+    lines: Iterator[tuple[int, dict[str, Any]]],
+    source: Any,  # what the lines are read from (a path or a stream), for messages
+    report: TransferReport,
+    on_progress: Progress | None,
+    batch: int,
+) -> bool:
     """Import the collection and document lines; True when the trailer was reached."""
-    current, pending, ended = None, [], False
+    current, pending, ended = None, list[Any](), False
     for number, record in lines:
         if "collection" in record and "document" not in record:
             _flush(store, current, pending, report, on_progress)
@@ -255,14 +251,18 @@ def _vector(encoded: str | None) -> np.ndarray | None:
     return np.frombuffer(base64.b64decode(encoded), "<f4").astype(np.float32)
 
 
-def _flush(store: Store, collection: Any, pending: list[NewDocument], report, on_progress) -> None:
+def _flush(
+    store: Store,
+    collection: Any,
+    pending: list[NewDocument],
+    report: TransferReport,
+    on_progress: Progress | None,
+) -> None:
     if not pending:
         return
     with store.write() as write:
         outcome = write.put(collection, pending)
-    report.documents += outcome.documents
-    report.chunks += outcome.chunks
-    report.vectors += sum(c.vector is not None for d in pending for c in d.chunks)
+    report.stored(outcome, pending)
     if on_progress:
         on_progress("documents", report.documents, 0)
 
@@ -293,16 +293,3 @@ def _input(source: str | Path | IO[str]) -> Iterator[IO[str]]:
         raise InputError(f"no export file at {path}", "give a file that `ragloom export` wrote")
     with open(path, encoding="utf-8") as handle:
         yield handle
-
-
-@contextlib.contextmanager
-def _target(target: str | Path | Store | Any) -> Iterator[Store]:
-    given = getattr(target, "store", target)
-    if isinstance(given, Store):
-        yield given
-        return
-    store = open_store(target, create=True)
-    try:
-        yield store
-    finally:
-        store.close()

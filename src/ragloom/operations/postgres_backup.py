@@ -16,8 +16,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import psycopg
+from psycopg import sql
+
 from ragloom.errors import InputError
 from ragloom.operations.manifest import CHUNK, HashingWriter, Manifest
+from ragloom.store.base import Store
+from ragloom.store.postgres import schema as schemas
+from ragloom.store.postgres.store import PostgresStore
+from ragloom.store.postgres.url import parse_location
 
 # Load order: a table comes after those its rows point at.
 TABLES = (
@@ -35,10 +42,13 @@ HNSW = re.compile(r"^chunks_hnsw_(\d+)_(\d+)$")
 Progress = Callable[[str, int, int], None]
 
 
-def backup_postgres(store: Any, folder: Path, on_progress: Progress | None = None) -> Manifest:
+def backup_postgres(store: Store, folder: Path, on_progress: Progress | None = None) -> Manifest:
     """Copy the schema `store` serves into `folder`, one binary COPY file a table."""
-    from psycopg import sql
-
+    if not isinstance(store, PostgresStore):
+        raise InputError(
+            f"{store.location} is a shard set; its backup is one backup of each shard",
+            "back up each shard's postgresql:// URL",
+        )
     schema = store.schema
     (folder / "tables").mkdir()
     with store.snapshot() as snap:
@@ -102,12 +112,6 @@ def _counts(conn: Any, schema: str) -> dict[str, dict[str, int]]:
 
 def restore_postgres(backup: Path, manifest: Manifest, url: str) -> None:
     """Load the backup into the schema `url` names, which must hold no ragloom index."""
-    import psycopg
-    from psycopg import sql
-
-    from ragloom.store.postgres import schema as schemas
-    from ragloom.store.postgres.url import parse_location
-
     where = parse_location(url)
     target = where.schema
     if manifest.details.get("schema_version") != schemas.SCHEMA_VERSION:
@@ -172,9 +176,7 @@ def _refuse_existing(conn: Any, schema: str, shown: str) -> None:
 def _build_hnsw(url: str, indexes: list[list[int]]) -> None:
     if not indexes:
         return
-    from ragloom.store.open import open_store
-
-    store = open_store(url, create=False)
+    store = PostgresStore(url, create=False)
     try:
         for collection_id, dimension in indexes:
             store.indexer.build(collection_id, dimension)

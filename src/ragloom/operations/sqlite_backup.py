@@ -15,24 +15,22 @@ import shutil
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import BinaryIO
 
 from ragloom.errors import InputError
 from ragloom.operations.manifest import Manifest, copy_hashing, file_digest
-from ragloom.operations.staging import (
-    fsync_folder,
-    remove_path,
-    remove_stale,
-    staging_name,
-    sync_tree,
-)
+from ragloom.operations.staging import remove_path, remove_stale, staging_name, sync_tree
+from ragloom.segments.files import fsync_folder
+from ragloom.store.sqlite.store import SQLiteStore
 
 DATABASE = "index.db"
 SEGMENTS = "index.db-segments"
 Progress = Callable[[str, int, int], None]  # (what, done, total)
 
 
-def backup_sqlite(store: Any, folder: Path, on_progress: Progress | None = None) -> Manifest:
+def backup_sqlite(
+    store: SQLiteStore, folder: Path, on_progress: Progress | None = None
+) -> Manifest:
     """Copy the index `store` serves into `folder` (empty); returns the manifest written."""
     handles: dict[str, BinaryIO] = {}
     try:

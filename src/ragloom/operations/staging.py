@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from ragloom.errors import InputError
+from ragloom.segments.files import fsync_folder
 
 PARTIAL = ".partial-"
 
@@ -90,16 +91,6 @@ def sync_tree(folder: Path) -> None:
             finally:
                 os.close(fd)
         fsync_folder(Path(root))
-
-
-def fsync_folder(folder: Path) -> None:
-    fd = os.open(folder, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
 
 
 @contextlib.contextmanager

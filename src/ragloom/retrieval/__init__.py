@@ -1,13 +1,7 @@
-"""The retrieval pipeline: legs produce candidates, small stages refine them into hits."""
+"""The retrieval pipeline as pure functions: the legs' answers fused into candidates, small
+stages refining them into the top k (`ragloom.retrieval.ranking`)."""
 
-from ragloom.retrieval.fusion import fuse, reciprocal_rank_fusion, weighted_fusion
-from ragloom.retrieval.pipeline import Candidate, leg_candidates, top_k
+from ragloom.retrieval.fusion import fuse
+from ragloom.retrieval.pipeline import Candidate, head_of, ordered
 
-__all__ = [
-    "Candidate",
-    "fuse",
-    "leg_candidates",
-    "reciprocal_rank_fusion",
-    "top_k",
-    "weighted_fusion",
-]
+__all__ = ["Candidate", "fuse", "head_of", "ordered"]

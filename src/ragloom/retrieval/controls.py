@@ -1,12 +1,13 @@
-"""Post-fusion controls as pure functions: boosts, per-key caps and MMR diversity.
+"""Post-fusion controls as pure functions: boosts, the minimum score, per-key caps and MMR
+diversity.
 
-Each takes candidates (best first) and a `metadata_of(row_id)` lookup, returns candidates
-best first, and records what it did on each candidate so `explain` can show it.
+Each takes candidates (best first) and their rows' metadata (row id -> metadata), returns
+candidates best first, and records what it did on each candidate so `explain` can show it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -16,7 +17,7 @@ from ragloom.errors import InputError, InvalidRequest
 from ragloom.filters import Predicate, compile_filter
 from ragloom.retrieval.pipeline import Candidate
 
-MetadataOf = Callable[[int], Mapping[str, Any]]
+MetadataOf = Mapping[int, Mapping[str, Any]]  # row id -> its chunk's metadata
 
 
 @dataclass(frozen=True)
@@ -49,15 +50,15 @@ class BoostRule:
 
 
 def apply_boosts(
-    candidates: Sequence[Candidate], rules: Sequence[BoostRule], metadata_of: MetadataOf
+    candidates: Sequence[Candidate], rules: Sequence[BoostRule], metadata: MetadataOf
 ) -> list[Candidate]:
     """Multiply each score by the factors of the rules its metadata matches; re-sort stably."""
     if not rules:
         return list(candidates)
     out = []
     for cand in candidates:
-        metadata = metadata_of(cand.row_id)
-        applied = tuple((r.label, r.factor) for r in rules if r.predicate(metadata))
+        fields = metadata.get(cand.row_id, {})
+        applied = tuple((r.label, r.factor) for r in rules if r.predicate(fields))
         factor = float(np.prod([f for _, f in applied])) if applied else 1.0
         out.append(replace(cand, score=cand.score * factor, boosts=applied))
     return sorted(out, key=lambda c: -c.score)
@@ -66,10 +67,17 @@ def apply_boosts(
 MISSING_POLICIES = ("keep", "group")
 
 
+def apply_min_score(candidates: Sequence[Candidate], min_score: float | None) -> list[Candidate]:
+    """Drop candidates whose final score is below `min_score`."""
+    if min_score is None:
+        return list(candidates)
+    return [c for c in candidates if c.score >= min_score]
+
+
 def cap_per_key(
     candidates: Sequence[Candidate],
     caps: Mapping[str, int],
-    metadata_of: MetadataOf,
+    metadata: MetadataOf,
     missing: str = "keep",
 ) -> list[Candidate]:
     """Keep at most `caps[key]` candidates per value of each metadata key (best first).
@@ -89,18 +97,18 @@ def cap_per_key(
     seen: dict[tuple[str, str], int] = {}
     kept = []
     for cand in candidates:
-        metadata = metadata_of(cand.row_id)
+        fields = metadata.get(cand.row_id, {})
         values = {
-            key: repr(metadata.get(key))
+            key: repr(fields.get(key))
             for key in caps
-            if missing == "group" or metadata.get(key) is not None
+            if missing == "group" or fields.get(key) is not None
         }
         if any(seen.get((k, v), 0) >= caps[k] for k, v in values.items()):
             continue
         for k, v in values.items():
             seen[(k, v)] = seen.get((k, v), 0) + 1
         notes = tuple(
-            f"{k}={metadata.get(k)!r}: #{seen[(k, v)]} of {caps[k]}" for k, v in values.items()
+            f"{k}={fields.get(k)!r}: #{seen[(k, v)]} of {caps[k]}" for k, v in values.items()
         )
         kept.append(replace(cand, diversity=cand.diversity + notes))
     return kept

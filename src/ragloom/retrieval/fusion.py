@@ -1,24 +1,25 @@
-"""Fusion of the lexical and dense legs: adaptive fusion (the default,
-`ragloom.retrieval.adaptive`), reciprocal rank fusion and weighted score fusion.
+"""Fusion of the lexical and dense legs, one entry point (`fuse`) for every search: adaptive
+fusion (the default, `ragloom.retrieval.adaptive`), reciprocal rank fusion and weighted
+score fusion, or one leg's answer alone.
 
-All are pure functions over candidate lists and honour per-leg weights. The result is
-sorted best first; ties keep the order in which candidates were first seen (lexical first).
-No fused score is negative: weighted z-score fusion reports the standard normal CDF of the
-weighted sum of z-scores (0.5 for a candidate at the search's average, and for a lone hit).
+All are pure functions of the legs' answers (row ids and scores, best first) and honour
+per-leg weights. The result is sorted best first; ties keep the order in which candidates
+were first seen (lexical first). No fused score is negative: weighted z-score fusion reports
+the standard normal CDF of the weighted sum of z-scores (0.5 for a candidate at the search's
+average, and for a lone hit).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
 from ragloom.errors import InputError, InvalidRequest
-from ragloom.retrieval.adaptive import ADAPTIVE, Ranked, adaptive_fusion, query_weights
-from ragloom.retrieval.adaptive_ranked import fuse_distinct, fuse_ranked
+from ragloom.retrieval.adaptive import ADAPTIVE, Ranked, fuse_adaptive, one_leg, query_weights
 from ragloom.retrieval.pipeline import (
     DENSE,
     LEXICAL,
@@ -52,7 +53,7 @@ def effective_weights(method: str, weights: Mapping[str, float] | None) -> dict[
     return {**DEFAULT_WEIGHTS.get(method, {}), **(weights or {})}
 
 
-def _merge(legs: Mapping[str, Sequence[Candidate]]) -> dict[int, Candidate]:
+def merge_legs(legs: Mapping[str, Sequence[Candidate]]) -> dict[int, Candidate]:
     """One candidate per row carrying every leg's rank and score."""
     merged: dict[int, Candidate] = {}
     for leg in (LEXICAL, DENSE):
@@ -70,7 +71,7 @@ def _merge(legs: Mapping[str, Sequence[Candidate]]) -> dict[int, Candidate]:
 METADATA = "metadata"
 
 
-def _check_weights(weights: Mapping[str, float]) -> None:
+def check_weights(weights: Mapping[str, float]) -> None:
     for leg, weight in weights.items():
         if leg not in (LEXICAL, DENSE, METADATA):
             raise InvalidRequest(
@@ -100,10 +101,10 @@ def reciprocal_rank_fusion(
 ) -> list[Candidate]:
     """score = sum over legs of weight / (k + rank)."""
     weights = effective_weights("rrf", weights)
-    _check_weights(weights)
+    check_weights(weights)
     if k < 0:
         raise InputError(f"rrf k must be >= 0, got {k}")
-    merged = _merge(legs)
+    merged = merge_legs(legs)
     scores = {}
     for row, c in merged.items():
         total = 0.0
@@ -133,22 +134,22 @@ def weighted_fusion(
     legs: Mapping[str, Sequence[Candidate]],
     weights: Mapping[str, float] | None = None,
     normalization: str = DEFAULT_NORMALIZATION,
-    metadata_scores: Callable[[int], float] | None = None,
+    preferences: Mapping[int, float] | None = None,
 ) -> list[Candidate]:
     """score = sum over legs of weight * normalised leg score (+ weight * metadata score),
     passed through the normal CDF for z-scores (so that no score is negative).
 
     A row missing from a leg gets that leg's lowest normalised score (0 for min-max).
-    `metadata_scores(row)` in [0, 1] (how well a chunk's metadata fits the caller's
-    preferences) is a third signal with weight `weights["metadata"]`.
+    `preferences[row]` in [0, 1] (how well a chunk's metadata fits the caller's `prefer`
+    rules) is a third signal with weight `weights["metadata"]`.
     """
     weights = effective_weights("weighted", weights)
-    _check_weights(weights)
-    merged = _merge(legs)
+    check_weights(weights)
+    merged = merge_legs(legs)
     totals = dict.fromkeys(merged, 0.0)
-    if metadata_scores is not None:
+    if preferences is not None:
         for row in merged:
-            score = metadata_scores(row)
+            score = preferences[row]
             merged[row] = replace(merged[row], metadata_score=score)
             totals[row] += weights[METADATA] * score
     for leg in (LEXICAL, DENSE):
@@ -167,79 +168,61 @@ def weighted_fusion(
 
 
 def fuse(
-    legs: Mapping[str, Sequence[Candidate]],
+    lexical: Ranked | None,
+    dense: Ranked | None,
+    *,
     method: str = DEFAULT_FUSION,
     rrf_k: float = 60.0,
     weights: Mapping[str, float] | None = None,
     normalization: str = DEFAULT_NORMALIZATION,
-    metadata_scores: Callable[[int], float] | None = None,
     ceiling: float | None = None,
     profile: Mapping[str, Any] | None = None,
-) -> list[Candidate]:
-    """Dispatch to a fusion method by name. `ceiling` (the most BM25 the query could give)
-    and `profile` (the collection's probe profile) serve adaptive fusion."""
-    if method == ADAPTIVE:
-        weights = weights or {}
-        _check_weights(weights)
-        return adaptive_fusion(legs, _merge(legs), ceiling, profile, weights, metadata_scores)
-    if method == "rrf":  # ranks only: a metadata weight applies to weighted fusion
-        return reciprocal_rank_fusion(legs, rrf_k, weights)
-    if method == "weighted":
-        return weighted_fusion(legs, weights, normalization, metadata_scores)
-    raise InputError(f"unknown fusion {method!r}", f"use one of {', '.join(FUSIONS)}")
-
-
-def fuse_legs_ranked(
-    lexical: Ranked,
-    dense: Ranked,
-    method: str = DEFAULT_FUSION,
-    rrf_k: float = 60.0,
-    weights: Mapping[str, float] | None = None,
-    normalization: str = DEFAULT_NORMALIZATION,
-    metadata_scores: Callable[[int], float] | None = None,
-    ceiling: float | None = None,
-    profile: Mapping[str, Any] | None = None,
-) -> list[Candidate]:
-    """`fuse` of the two legs' answers (row ids and scores, best first): adaptive fusion
-    builds each fused candidate once (`adaptive_ranked.fuse_ranked`), the others fuse the legs'
-    candidates (`pipeline.leg_candidates`)."""
-    if method == ADAPTIVE:
-        weights = weights or {}
-        _check_weights(weights)
-        return fuse_ranked(lexical, dense, ceiling, profile, weights, metadata_scores)
-    legs = {LEXICAL: leg_candidates(LEXICAL, *lexical), DENSE: leg_candidates(DENSE, *dense)}
-    return fuse(legs, method, rrf_k, weights, normalization, metadata_scores, ceiling, profile)
-
-
-def fuse_legs_head(
-    lexical: Ranked,
-    dense: Ranked,
-    method: str,
-    rrf_k: float,
-    weights: Mapping[str, float] | None,
-    normalization: str,
-    metadata_scores: Callable[[int], float] | None,
-    ceiling: float | None,
-    profile: Mapping[str, Any] | None,
-    floor: float | None,
-    keep: int | None,
+    preferences: Mapping[int, float] | None = None,
+    floor: float | None = None,
+    keep: int | None = None,
 ) -> tuple[list[Candidate], int]:
-    """`fuse_legs_ranked` with the dense-only hits below `floor` dropped, and how many were.
-    With `keep` (nothing after fusion reorders), adaptive fusion of distinct rows builds
-    only the candidates a top `keep` can hold, ties at the cut included: a hybrid query
-    fuses about 80 candidates for a top 10, and building them was most of fusion's time."""
-    if method == ADAPTIVE and metadata_scores is None:
+    """A search's legs fused by `method`, best first, with the dense-only hits whose cosine
+    is below `floor` dropped, and how many were.
+
+    With one leg's answer (the other None) that answer alone, each hit scored by its share
+    (`adaptive.one_leg`). `ceiling` (the most BM25 the query could give) and `profile` (the
+    collection's probe profile) serve adaptive fusion; `preferences` (row -> share of the
+    `prefer` rules its metadata matches, for every row of both legs) the metadata weight.
+    With `keep` (nothing after fusion reorders), adaptive fusion builds only the candidates
+    a top `keep` can hold, ties at the cut included. A row a leg holds twice counts once,
+    at its first (best) entry."""
+    if dense is None:
+        return one_leg(LEXICAL, lexical, ceiling), 0  # type: ignore[arg-type]
+    if lexical is None:
+        return one_leg(DENSE, dense, None), 0
+    lexical, dense = _distinct(lexical), _distinct(dense)
+    if method == ADAPTIVE:
         weights = weights or {}
-        _check_weights(weights)
-        lex_rows, den_rows = lexical[0].tolist(), dense[0].tolist()
-        chosen = query_weights(lex_rows, den_rows, profile, weights, ceiling)
-        found = fuse_distinct(lexical, dense, lex_rows, den_rows, chosen, floor, keep)
-        if found is not None:
-            return found
-    fused = fuse_legs_ranked(
-        lexical, dense, method, rrf_k, weights, normalization, metadata_scores, ceiling, profile
-    )
+        check_weights(weights)
+        chosen = query_weights(lexical[0].tolist(), dense[0].tolist(), profile, weights, ceiling)
+        meta_weight = float(weights.get(METADATA, 0.0) or 0.0)
+        return fuse_adaptive(lexical, dense, chosen, preferences, meta_weight, floor, keep)
+    legs = {LEXICAL: leg_candidates(LEXICAL, *lexical), DENSE: leg_candidates(DENSE, *dense)}
+    if method == "rrf":  # ranks only: a metadata weight applies to weighted fusion
+        fused = reciprocal_rank_fusion(legs, rrf_k, weights)
+    elif method == "weighted":
+        fused = weighted_fusion(legs, weights, normalization, preferences)
+    else:
+        raise InputError(f"unknown fusion {method!r}", f"use one of {', '.join(FUSIONS)}")
     if floor is None:
         return fused, 0
     kept = drop_weak_dense_only(fused, floor)
     return kept, len(fused) - len(kept)
+
+
+def _distinct(ranked: Ranked) -> Ranked:
+    """A leg's answer with each row once, at its first entry (legs hold distinct rows; a
+    repeat is dropped rather than fused twice)."""
+    rows = ranked[0].tolist()
+    if len(set(rows)) == len(rows):
+        return ranked
+    first: dict[int, int] = {}
+    for i, row in enumerate(rows):
+        first.setdefault(row, i)
+    keep = list(first.values())
+    return ranked[0][keep], ranked[1][keep]

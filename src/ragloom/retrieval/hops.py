@@ -1,5 +1,6 @@
 """Multi-hop retrieval (chain of retrieval): retrieve, ask the LLM whether the passages
-suffice, retrieve its follow-up query, accumulate, repeat.
+suffice, retrieve its follow-up query, accumulate, repeat. The loop is the engine's
+(`ragloom.engine.steps`, which retrieves); the LLM's decision and the trace are here.
 
 Stops when the LLM says the passages suffice, at the hop limit, when a hop brings no new
 chunk, when the LLM proposes no follow-up, when its reply cannot be parsed, or when it
@@ -9,7 +10,7 @@ query, the ids of the chunks it added, and the LLM's decision.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -28,9 +29,6 @@ Do these passages hold enough information to answer the question? If not, write 
 search query for the missing information (different from the queries already tried:
 {tried}).
 Reply with JSON only: {{"sufficient": true or false, "follow_up_query": "..."}}"""
-
-Retrieve = Callable[[str], list[Candidate]]
-ChunksOf = Callable[[list[int]], Mapping[int, Any]]
 
 
 @dataclass
@@ -70,67 +68,48 @@ def _passages(chunks: Sequence[Any]) -> str:
     return "\n\n".join(parts) or "(none)"
 
 
-def run_hops(
-    question: str,
-    first: list[Candidate],
-    retrieve: Retrieve,
-    chunks_of: ChunksOf,
+def follow_up(
     llm: LLM,
-    max_hops: int,
-    strict: bool = False,
-) -> tuple[list[Candidate], HopTrace]:
-    """Accumulate de-duplicated candidates over up to `max_hops` rounds (the first given).
+    question: str,
+    passages: Sequence[Any],
+    tried: Sequence[str],
+    strict: bool,
+    trace: HopTrace,
+) -> str | None:
+    """Ask `llm` whether the `passages` found so far answer the `question`: its follow-up
+    query, or None when the loop ends there (`trace.stopped` says why: sufficient, no
+    follow-up, an unparseable reply, or the LLM failed, then with `trace.reason`; `strict`
+    raises the failure instead). The decision is kept on the trace's last hop."""
+    prompt = PROMPT.format(
+        question=question,
+        passages=_passages(passages),
+        tried="; ".join(f'"{q}"' for q in tried),
+    )
+    try:
+        with timed("hops"):
+            reply = llm.chat([{"role": "user", "content": prompt}], max_tokens=120)
+    except LLMError as exc:
+        if strict:
+            raise
+        trace.stopped, trace.reason = "llm_failed", f"{exc.code}: {exc.message}"
+        return None
+    try:
+        sufficient, query = parse_decision(reply)
+    except ValueError:
+        trace.stopped = "unparseable"
+        return None
+    trace.hops[-1]["decision"] = {"sufficient": sufficient, "follow_up_query": query}
+    if sufficient:
+        trace.stopped = "sufficient"
+        return None
+    if not query or query.lower() in (q.lower() for q in tried):
+        trace.stopped = "no_follow_up"
+        return None
+    return query
 
-    Returns the accumulated candidates in the order found, each marked with its hop.
-    """
-    trace = HopTrace()
-    found: dict[int, Candidate] = {}
-    tried = [question]
-    query, hits = question, first
-    for hop in range(1, max_hops + 1):
-        if hop > 1:
-            hits = retrieve(query)
-        new = [replace(c, hop=hop) for c in hits if c.row_id not in found]
-        found.update((c.row_id, c) for c in new)
-        stored = chunks_of([c.row_id for c in new])
-        entry: dict[str, Any] = {
-            "hop": hop,
-            "query": query,
-            "new_chunk_ids": [stored[c.row_id].chunk_id for c in new if c.row_id in stored],
-        }
-        trace.hops.append(entry)
-        if hop > 1 and not new:
-            trace.stopped = "no_new_chunks"
-            break
-        if hop == max_hops:
-            trace.stopped = "hop_limit"
-            break
-        context = chunks_of(list(found))
-        prompt = PROMPT.format(
-            question=question,
-            passages=_passages([context[row] for row in found if row in context]),
-            tried="; ".join(f'"{q}"' for q in tried),
-        )
-        try:
-            with timed("hops"):
-                reply = llm.chat([{"role": "user", "content": prompt}], max_tokens=120)
-        except LLMError as exc:
-            if strict:
-                raise
-            trace.stopped, trace.reason = "llm_failed", f"{exc.code}: {exc.message}"
-            break
-        try:
-            sufficient, follow_up = parse_decision(reply)
-        except ValueError:
-            trace.stopped = "unparseable"
-            break
-        entry["decision"] = {"sufficient": sufficient, "follow_up_query": follow_up}
-        if sufficient:
-            trace.stopped = "sufficient"
-            break
-        if not follow_up or follow_up.lower() in (q.lower() for q in tried):
-            trace.stopped = "no_follow_up"
-            break
-        tried.append(follow_up)
-        query = follow_up
-    return list(found.values()), trace
+
+def new_in_hop(hits: Sequence[Candidate], found: dict[int, Candidate], hop: int) -> list[Candidate]:
+    """The hits of round `hop` not found before, marked with it (and added to `found`)."""
+    new = [replace(c, hop=hop) for c in hits if c.row_id not in found]
+    found.update((c.row_id, c) for c in new)
+    return new

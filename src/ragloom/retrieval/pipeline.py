@@ -1,14 +1,14 @@
-"""Pipeline stages as plain functions: legs -> fuse -> threshold -> top-k (then hydration,
+"""The candidate a search ranks, and its order: ranks and scores that tie to 6 significant
+digits, the weak dense-only hits, the minimum score, and the top k (then hydration,
 `ragloom.engine.hydrate`)."""
 
 from __future__ import annotations
 
 import math
-import unicodedata
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import MISSING, dataclass, fields, replace
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -17,8 +17,6 @@ LEXICAL, DENSE = "lexical", "dense"
 # by a unit in its last place between segments and stores (0.69751197 and 0.69751191 for one
 # vector), a BM25 sum in its 16th digit between SQLite and PostgreSQL.
 TIE_DIGITS = 6
-# Row ids -> each row's stable key (document id, chunk number): what breaks ties.
-KeysOf = Callable[[list[int]], Mapping[int, tuple[Any, ...]]]
 
 
 @dataclass(frozen=True)
@@ -47,47 +45,25 @@ class Candidate:
     rank_before_rerank: int | None = None
 
 
-_DEFAULTS = {f.name: f.default for f in fields(Candidate) if f.default is not MISSING}
+# Every field with a default, in Candidate's order: the template hot paths fill in.
+CANDIDATE_DEFAULTS = {f.name: f.default for f in fields(Candidate) if f.default is not MISSING}
 _TIE_SPEC = f".{TIE_DIGITS}g"
 _APART = 2.0 * 10.0 ** (1 - TIE_DIGITS)  # neighbours further apart (relative) never tie
 _FEW = 16  # below this many scores, `tie_ranks` rounds them all
 
 
-def _candidate(values: dict[str, Any]) -> Candidate:
+def make_candidate(values: dict[str, Any]) -> Candidate:
     """`Candidate(**values)` for the hot paths: the frozen dataclass's `__init__` sets its 20
     fields one `object.__setattr__` at a time (about 5 us; a leg makes one per row)."""
-    return candidate_of({**_DEFAULTS, **values})
+    return candidate_of({**CANDIDATE_DEFAULTS, **values})
 
 
 def candidate_of(fields: dict[str, Any]) -> Candidate:
     """A candidate holding `fields`, a dict with every one of Candidate's fields (taken as it
-    is, not copied): `_candidate` without merging in the defaults."""
+    is, not copied): `make_candidate` without merging in the defaults."""
     new = object.__new__(Candidate)
     object.__setattr__(new, "__dict__", fields)
     return new
-
-
-def asks_anything(query: str) -> bool:
-    """False for a query of only spaces and punctuation ("???", "-- //"): no word, number
-    or symbol (emoji, currency) a leg could match."""
-    return any(ch.isalnum() or unicodedata.category(ch) in ("So", "Sc", "Sm") for ch in query)
-
-
-def through_ties(
-    leg: Callable[[str, int], tuple[np.ndarray, np.ndarray]], query: str, k: int, limit: int
-) -> tuple[np.ndarray, np.ndarray]:
-    """A leg's top `k` and every row tied with its k-th (fetched deeper, up to `limit`), so
-    that `top_k` can break the tie by stable key rather than by the rows the store had first."""
-    depth = min(k + 1, limit)
-    rows, scores = leg(query, depth)
-    while (
-        len(rows) == depth < limit
-        and len(rows) > k
-        and tie_score(float(scores[-1])) == tie_score(float(scores[k - 1]))
-    ):
-        depth = min(depth * 4, limit)
-        rows, scores = leg(query, depth)
-    return rows, scores
 
 
 def evolve(cand: Candidate, **changes: Any) -> Candidate:
@@ -169,7 +145,7 @@ def leg_candidates(
     match = LEXICAL if leg == LEXICAL else DENSE
     values = scores.tolist()
     return [
-        _candidate(
+        make_candidate(
             {
                 "row_id": row,
                 "score": score,
@@ -197,8 +173,8 @@ def head_positions(
 ) -> tuple[list[int], int]:
     """The positions of `order` (best first by `scores`) left once the `weak` ones are
     dropped, and how many were; with `keep`, only those a top `keep` can hold: the first
-    `keep` and the ones tied with the last of them (`top_k`'s ties at the cut). No cut when
-    a score is NaN or infinite (`top_k` then rounds every score)."""
+    `keep` and the ones tied with the last of them (`head_of`'s ties at the cut). No cut
+    when a score is NaN or infinite (`head_of` then rounds every score)."""
     kept = [m for m in order if not weak[m]]
     dropped = len(order) - len(kept)
     if keep is None or keep < 1 or len(kept) <= keep:
@@ -211,45 +187,56 @@ def head_positions(
     return kept[:end], dropped
 
 
-def apply_min_score(candidates: Sequence[Candidate], min_score: float | None) -> list[Candidate]:
-    """Drop candidates whose final score is below `min_score`."""
-    if min_score is None:
-        return list(candidates)
-    return [c for c in candidates if c.score >= min_score]
-
-
 def tie_score(score: float) -> float:
     """A score as the order compares it (to TIE_DIGITS significant digits)."""
     return float(format(score, _TIE_SPEC))
 
 
-def top_k(
-    candidates: Sequence[Candidate], k: int, keys_of: KeysOf | None = None
-) -> list[Candidate]:
-    """The best `k` in one total order: score (to TIE_DIGITS significant digits), then the
-    stable key `keys_of` gives the tied rows, so that equal scores rank alike on every store
-    whatever its row ids (without `keys_of`, earlier candidates win). Tied hits all carry
-    the best score of their tie, so that the scores shown never rise down the list."""
+class Head(NamedTuple):
+    """A ranking's best `k` before the ties among them are put in their stable order: the
+    first k as they stand when no two of them tie (`done`), else the candidates down to the
+    k-th best tie score, best first, each with a key shared by exactly the rows of its tie
+    (`pairs`), how many rows each tie key holds (`sizes`), and the rows of those ties
+    (`tied`), whose stable keys order them."""
+
+    k: int
+    done: list[Candidate] | None = None
+    pairs: Sequence[tuple[float, Candidate]] = ()
+    tied: Sequence[int] = ()
+    sizes: Mapping[float, int] = {}
+
+
+def head_of(candidates: Sequence[Candidate], k: int) -> Head:
+    """The best `k` in one total order, score to TIE_DIGITS significant digits first; what
+    still orders a tie, the tied rows' stable keys (document id, chunk number), comes after
+    (`ordered`), so that only a ranking with ties at its head reads them."""
     if _untied_head(candidates, k):  # already best first, no tie among the k and at the cut
-        return list(candidates[:k])
-    head = _head(candidates, k)  # the top k and ties at the cut, as (tie key, candidate)
-    if not head:
-        return []
-    sizes = Counter(tie for tie, _ in head)
-    if keys_of is not None:
-        tied = [c.row_id for tie, c in head if sizes[tie] > 1]
-        keys = keys_of(tied) if tied else {}
-        head.sort(key=lambda p: (-p[0], keys.get(p[1].row_id, ())))
+        return Head(k, list(candidates[:k]))
+    pairs = _head(candidates, k)  # the top k and ties at the cut, as (tie key, candidate)
+    sizes = Counter(tie for tie, _ in pairs)
+    return Head(k, None, pairs, [c.row_id for tie, c in pairs if sizes[tie] > 1], sizes)
+
+
+def ordered(head: Head, keys: Mapping[int, tuple[Any, ...]] | None = None) -> list[Candidate]:
+    """The top k of `head`, tied rows ordered by their stable `keys` (rows of `head.tied`,
+    {} when none tie; without keys, None, earlier candidates win), so that equal scores rank
+    alike on every store whatever its row ids. Tied hits all carry the best score of their
+    tie, so that the scores shown never rise down the list."""
+    if head.done is not None:
+        return head.done
+    pairs, sizes = head.pairs, head.sizes
+    if keys is not None:
+        pairs = sorted(pairs, key=lambda p: (-p[0], keys.get(p[1].row_id, ())))
     best: dict[float, float] = {}
-    for tie, c in head:
+    for tie, c in pairs:
         best[tie] = max(best.get(tie, c.score), c.score)
-    return [replace(c, score=best[tie]) if sizes[tie] > 1 else c for tie, c in head[:k]]
+    return [replace(c, score=best[tie]) if sizes[tie] > 1 else c for tie, c in pairs[: head.k]]
 
 
 def _untied_head(candidates: Sequence[Candidate], k: int) -> bool:
     """Whether the first k candidates (and the one after them) come best first with no two
     neighbours tied, and none later scores above the one after them: then the first k are
-    `top_k` as they stand (the common case of one leg's ranking; a third of `_head`'s cost).
+    `head_of` as they stand (the common case of one leg's ranking; a third of `_head`'s cost).
     Rounding keeps order, so a later score cannot tie the k-th either."""
     scores = [c.score for c in candidates]
     if k < 1 or not math.isfinite(sum(scores)):  # NaN or infinities: the general path
@@ -286,7 +273,7 @@ def _head(candidates: Sequence[Candidate], k: int) -> list[tuple[float, Candidat
         else:
             runs.append([i])
     # a run's key is its best raw score: it orders, counts and names the run as its tie
-    # score would (only `top_k` reads it), without rounding every score
+    # score would (only `ordered` reads it), without rounding every score
     return [(scores[run[0]], candidates[i]) for run in runs for i in sorted(run)]
 
 

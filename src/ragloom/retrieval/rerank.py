@@ -8,30 +8,29 @@ reported (or raised when `strict`).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
+from typing import Any
 
 from ragloom.errors import LLMError, RerankError, RerankFailed
 from ragloom.rerank.base import Reranker
 from ragloom.retrieval.pipeline import Candidate
 
-TextsOf = Callable[[list[int]], list[str]]
-
 
 def rerank_candidates(
-    candidates: Sequence[Candidate],
+    head: Sequence[Candidate],
     query: str,
     reranker: Reranker,
-    texts_of: TextsOf,
-    depth: int,
+    texts: Sequence[str],
     strict: bool = False,
 ) -> tuple[list[Candidate], str | None]:
-    """(the first `depth` candidates reranked, None) or (the fused head as it was, reason)."""
-    head = list(candidates[:depth])
+    """(the fused `head` reranked against the query by its passages' `texts`, None) or (the
+    head as it was, why the reranker failed; raised instead when `strict`)."""
+    head = list(head)
     if not head:
         return head, None
     try:
-        scores = reranker.score(query, texts_of([c.row_id for c in head]))
+        scores = reranker.score(query, list(texts))
         if len(scores) != len(head):
             raise RerankFailed(
                 f"the reranker {reranker.name} returned {len(scores)} scores for {len(head)}"
@@ -51,3 +50,9 @@ def rerank_candidates(
         for position, (cand, score) in enumerate(zip(head, scores), start=1)
     ]
     return sorted(out, key=lambda c: -c.score), None
+
+
+def passage_text(chunk: Any) -> str:
+    """What a reranker reads: the document's title, then the chunk's text."""
+    title = getattr(chunk, "title", None)
+    return f"{title}\n{chunk.text}" if title else chunk.text

@@ -12,7 +12,6 @@ from typing import Any
 import numpy as np
 
 from ragloom.segments.columns import MetadataColumns
-from ragloom.segments.postings import Postings
 from ragloom.segments.segment import BLOCK, Segment
 
 
@@ -39,8 +38,8 @@ def _blocks(ptr: np.ndarray, tfs: np.ndarray, doc_lengths: np.ndarray) -> tuple[
 
 def csr(
     term_of: np.ndarray, doc_of: np.ndarray, tf_of: np.ndarray, lengths: np.ndarray
-) -> dict[str, np.ndarray]:
-    """CSR arrays from postings already sorted by (term, doc)."""
+) -> dict[str, Any]:
+    """CSR arrays from postings already sorted by (term, doc), by `Segment`'s field names."""
     terms, starts = np.unique(term_of, return_index=True)
     ptr = np.append(starts, len(term_of)).astype(np.int64)
     tfs = tf_of.astype(_tf_dtype(int(tf_of.max()) if len(tf_of) else 0))
@@ -55,26 +54,6 @@ def csr(
         "block_max_tf": max_tf,
         "block_min_len": min_len,
     }
-
-
-def build_segment(
-    rows: Sequence[int] | np.ndarray,
-    postings: Sequence[Postings],
-    metadatas: Sequence[dict[str, Any]],
-    vectors: np.ndarray | None = None,
-    has_vector: np.ndarray | None = None,
-    vector_epoch: int = 0,
-) -> Segment:
-    """A segment from chunks given in ascending row order."""
-    counts = np.fromiter((len(p.term_ids) for p in postings), np.int64, len(postings))
-    if len(postings):
-        terms = np.concatenate([p.term_ids for p in postings]).astype(np.uint32)
-        tfs = np.concatenate([p.tfs for p in postings]).astype(np.uint32)
-    else:
-        terms, tfs = np.zeros(0, np.uint32), np.zeros(0, np.uint32)
-    return build_segment_flat(
-        rows, terms, tfs, counts, metadatas, vectors, has_vector, vector_epoch
-    )
 
 
 def build_segment_flat(
@@ -95,10 +74,25 @@ def build_segment_flat(
     lengths = np.bincount(docs, weights=tfs, minlength=len(counts)).astype(np.float64)
     order = np.argsort(terms, kind="stable")  # docs stay ascending within a term
     arrays = csr(terms[order], docs[order], tfs[order], lengths)
+    columns = MetadataColumns.build(metadatas)
+    return assembled(rows, lengths, columns, vectors, has_vector, vector_epoch, arrays)
+
+
+def assembled(
+    rows: np.ndarray,
+    lengths: np.ndarray,
+    columns: MetadataColumns,
+    vectors: np.ndarray | None,
+    has_vector: np.ndarray | None,
+    vector_epoch: int,
+    arrays: dict[str, Any],
+) -> Segment:
+    """A segment of its parts: rows, lengths, metadata columns, vectors (with which rows
+    hold one, of which epoch) and the CSR postings (`csr`)."""
     return Segment(
         rows=rows,
         lengths=lengths,
-        columns=MetadataColumns.build(metadatas),
+        columns=columns,
         vectors=vectors,
         has_vector=has_vector,
         vector_epoch=vector_epoch,

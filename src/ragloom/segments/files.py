@@ -66,7 +66,7 @@ def write_arrays(
             for piece in pieces:
                 data = np.ascontiguousarray(piece, dtype=array.dtype)
                 if data.nbytes:
-                    handle.write(memoryview(data).cast("B"))
+                    handle.write(data.data.cast("B"))
                 written += data.nbytes
             if written != array.nbytes:
                 raise ValueError(f"{path}: wrote {written} bytes of a {array.nbytes}-byte array")
@@ -74,11 +74,13 @@ def write_arrays(
         handle.flush()
         os.fsync(handle.fileno())
     os.replace(tmp, path)
-    _fsync_dir(path.parent)
+    fsync_folder(path.parent)
     return start + offset
 
 
-def _fsync_dir(folder: Path) -> None:
+def fsync_folder(folder: Path) -> None:
+    """Flush a folder's entries to disk (a file renamed into it survives a crash); where the
+    system cannot open or sync a folder, nothing is done."""
     try:
         fd = os.open(folder, os.O_RDONLY)
     except OSError:

@@ -36,7 +36,9 @@ def _keeps(parts: Sequence[Part]) -> list[np.ndarray]:
     return [np.arange(p.segment.n) if p.dead is None else np.flatnonzero(~p.dead) for p in parts]
 
 
-def _postings(parts: Sequence[Part], keeps: list[np.ndarray]):
+def _postings(
+    parts: Sequence[Part], keeps: list[np.ndarray]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Merged CSR postings (terms, ptr, docs, tfs) of the live chunks."""
     terms = np.unique(np.concatenate([p.segment.terms for p in parts])).astype(np.uint32)
     plans = []
@@ -87,7 +89,9 @@ def _postings(parts: Sequence[Part], keeps: list[np.ndarray]):
     return terms, ptr, docs, tfs
 
 
-def _block_bounds(ptr: np.ndarray, docs: np.ndarray, tfs: np.ndarray, lengths: np.ndarray):
+def _block_bounds(
+    ptr: np.ndarray, docs: np.ndarray, tfs: np.ndarray, lengths: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per-term block pointers and per-block (max tf, min length), a slice at a time."""
     counts = np.diff(ptr)
     per_term = (counts + BLOCK - 1) // BLOCK

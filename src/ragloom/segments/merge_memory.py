@@ -11,9 +11,9 @@ from dataclasses import replace
 
 import numpy as np
 
-from ragloom.segments.build import csr
+from ragloom.segments.build import assembled, csr
 from ragloom.segments.columns import MetadataColumns
-from ragloom.segments.policy import plan_merge
+from ragloom.segments.merge_policy import plan_merge
 from ragloom.segments.segment import Segment
 from ragloom.segments.view import CollectionView, Part
 
@@ -62,15 +62,7 @@ def merge_segments(
     arrays = csr(term_of[order], doc_of[order], tf_of[order], lengths)
     columns = MetadataColumns.concat([(s.columns, k) for (s, _), k in zip(parts, keeps)])
     vectors, has_vector = _merged_vectors(parts, keeps, rows, vector_epoch, dimension, late)
-    return Segment(
-        rows=rows,
-        lengths=lengths,
-        columns=columns,
-        vectors=vectors,
-        has_vector=has_vector,
-        vector_epoch=vector_epoch,
-        **arrays,
-    )
+    return assembled(rows, lengths, columns, vectors, has_vector, vector_epoch, arrays)
 
 
 _ROWS0 = np.zeros(0, np.int64)

@@ -10,25 +10,10 @@ from pathlib import Path
 import numpy as np
 
 from ragloom.segments.columns import MetadataColumns
-from ragloom.segments.files import ArrayFile, write_arrays
+from ragloom.segments.files import ArrayFile
 from ragloom.segments.segment import Segment
 
 FORMAT = 1
-_CORE = ("rows", "terms", "ptr", "docs", "tfs", "block_ptr", "block_max_tf")
-
-
-def save_segment(segment: Segment, path: Path) -> int:
-    """Write a segment file atomically; returns its size in bytes."""
-    arrays = {name: getattr(segment, name) for name in _CORE}
-    arrays["lengths"] = segment.lengths.astype(np.uint32)
-    arrays["block_min_len"] = segment.block_min_len.astype(np.uint32)
-    meta_arrays, meta_info = segment.columns.to_arrays()
-    arrays.update(meta_arrays)
-    if segment.vectors is not None:
-        arrays["vectors"] = segment.vectors.astype(np.float32)
-        arrays["has_vector"] = segment.has_vector.astype(np.bool_)  # type: ignore[union-attr]
-    info = {"format": FORMAT, "vector_epoch": segment.vector_epoch, "metadata": meta_info}
-    return write_arrays(path, arrays, info)
 
 
 def load_segment(path: Path, name: str) -> Segment:

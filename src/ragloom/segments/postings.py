@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from itertools import chain
 
 import numpy as np
 
@@ -52,16 +51,6 @@ class Postings:
         deltas = np.frombuffer(blob, dw, count, start)
         tfs = np.frombuffer(blob, tw, count, start + count * dw.itemsize)
         return cls(np.cumsum(deltas, dtype=np.int64).astype(np.uint32), tfs.astype(np.uint32))
-
-
-def encode_many(postings: Sequence[Postings]) -> list[bytes]:
-    """`to_bytes` of many chunks at once (the same bytes, computed batch-wide)."""
-    if not postings:
-        return []
-    counts = np.fromiter((len(p.term_ids) for p in postings), np.int64, len(postings))
-    ids = np.concatenate([p.term_ids for p in postings])
-    tfs = np.concatenate([p.tfs for p in postings])
-    return encode_flat(ids, tfs, counts)
 
 
 def encode_flat(ids: np.ndarray, tfs: np.ndarray, counts: np.ndarray) -> list[bytes]:
@@ -147,19 +136,9 @@ def decode_many(blobs: Sequence[bytes]) -> tuple[np.ndarray, np.ndarray, np.ndar
     return ids.astype(np.uint32), tfs.astype(np.uint32), counts
 
 
-def count_flat(
-    term_lists: Sequence[Sequence[str]], vocab: dict[str, int]
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Many chunks' postings at once, flat: (term ids, frequencies, terms per chunk), each
-    chunk's term ids ascending."""
-    lengths = np.fromiter(map(len, term_lists), np.int64, len(term_lists))
-    flat = chain.from_iterable(term_lists)
-    ids = np.fromiter(map(vocab.__getitem__, flat), np.int64, int(lengths.sum()))
-    return count_ids(ids, lengths)
-
-
 def count_ids(ids: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """`count_flat` for term ids already looked up: every chunk's ids (repeats kept) one
+    """Many chunks' postings at once, flat (term ids, frequencies, terms per chunk, each
+    chunk's ids ascending), from every chunk's term ids (repeats kept) one
     chunk after another, `lengths` terms each."""
     ids = np.asarray(ids, np.int64)
     lengths = np.asarray(lengths, np.int64)
@@ -169,10 +148,3 @@ def count_ids(ids: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndar
     chunk_of, term_of = np.divmod(unique, width)
     per_chunk = np.bincount(chunk_of, minlength=len(lengths)).astype(np.int64)
     return term_of.astype(np.uint32), counts.astype(np.uint32), per_chunk
-
-
-def count_postings(term_lists: Sequence[Sequence[str]], vocab: dict[str, int]) -> list[Postings]:
-    """Postings of many chunks at once (term strings -> ids via `vocab`), vectorized."""
-    ids, tfs, counts = count_flat(term_lists, vocab)
-    bounds = np.concatenate(([0], np.cumsum(counts))).tolist()
-    return [Postings(ids[lo:hi], tfs[lo:hi]) for lo, hi in zip(bounds[:-1], bounds[1:])]

@@ -1,5 +1,5 @@
 """The lifecycle of a collection's segments: when new chunks are flushed to a segment file,
-which segments merge next (`ragloom.segments.policy`), folding in-memory segments together,
+which segments merge next (`ragloom.segments.merge_policy`), folding in-memory segments together,
 and the view that results once a flush or merge has committed.
 
 Pure decisions over views: the store runs them (`ragloom.store.sqlite.maintenance` writes
@@ -14,7 +14,7 @@ from dataclasses import replace
 import numpy as np
 
 from ragloom.segments.merge_memory import merge_parts
-from ragloom.segments.policy import plan_merge
+from ragloom.segments.merge_policy import plan_merge
 from ragloom.segments.segment import Segment
 from ragloom.segments.view import CollectionView, Part
 

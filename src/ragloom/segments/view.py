@@ -4,7 +4,7 @@ A `CollectionView` never changes. A write produces a new view that shares every 
 segment with the old one, so a search holding a view keeps reading exactly that version
 while writers move on. Statistics (N, average length, document frequencies) are computed
 from the live chunks of the view, so BM25 scores equal those of a fresh build. The legs
-that search a view are `ragloom.lexical.views` and `ragloom.dense.views`.
+that search a view are `ragloom.lexical.bm25_search` and `ragloom.dense.cosine_search`.
 """
 
 from __future__ import annotations
@@ -229,7 +229,7 @@ class CollectionView:
     def locate(self, rows: Sequence[int] | np.ndarray) -> list[tuple[int, np.ndarray, np.ndarray]]:
         """Group rows by part: (part index, positions in `rows`, chunk numbers) per part."""
         rows = np.asarray(rows, np.int64)
-        out = []
+        out: list[tuple[int, np.ndarray, np.ndarray]] = []
         if not len(rows):
             return out
         firsts = np.array([p.segment.first_row for p in self.parts], np.int64)
@@ -243,7 +243,7 @@ class CollectionView:
 
     def live_rows(self, rows: Sequence[int]) -> list[int]:
         """Which of `rows` are live chunks of this view."""
-        live = []
+        live: list[int] = []
         for index, positions, docs in self.locate(rows):
             dead = self.parts[index].dead
             keep = positions if dead is None else positions[~dead[docs]]

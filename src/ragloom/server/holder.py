@@ -14,7 +14,7 @@ class IndexHolder:
 
     def __init__(
         self,
-        path: Path,
+        path: Path | str,
         embedder: str | None = "auto",
         llm: str | None = None,
         reranker: str | None = None,

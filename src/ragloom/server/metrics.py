@@ -23,10 +23,10 @@ from ragloom.timing import STAGES
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 # Sidecar requests take from well under a millisecond (a cached lexical query) to minutes
 # (indexing a folder): buckets span both ends.
-REQUEST_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5)
-REQUEST_BUCKETS += (10, 30, 60, 300)
-STAGE_BUCKETS = (0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05)
-STAGE_BUCKETS += (0.1, 0.25, 0.5, 1, 2.5, 5)
+REQUEST_BUCKETS: tuple[float, ...] = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1)
+REQUEST_BUCKETS += (0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300)
+STAGE_BUCKETS: tuple[float, ...] = (0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005)
+STAGE_BUCKETS += (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5)
 
 
 class IndexCollector(Collector):

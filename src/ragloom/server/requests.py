@@ -237,7 +237,7 @@ class CollectionRequest(SearchControls):  # type: ignore[valid-type,misc]
     """One collection of a multi-collection query, with its own top_k, label and controls."""
 
     collection: Name
-    top_k: TopK = contract_field(OPTIONS["top_k"])[1]
+    top_k: TopK = contract_field(OPTIONS["top_k"])[1]  # type: ignore[valid-type]
     label: Annotated[str, Field(max_length=200), AfterValidator(_encodable)] | None = None
 
 
@@ -245,7 +245,7 @@ class QueryRequest(SearchControls):  # type: ignore[valid-type,misc]
     """`POST /query`."""
 
     query: Annotated[str, Field(max_length=10_000), AfterValidator(_encodable)]
-    top_k: TopK = contract_field(OPTIONS["top_k"])[1]
+    top_k: TopK = contract_field(OPTIONS["top_k"])[1]  # type: ignore[valid-type]
     collection: Name | None = Field(
         None,
         description='Default "default" (no results until something is indexed into it). Naming'
@@ -259,6 +259,6 @@ class QueryRequest(SearchControls):  # type: ignore[valid-type,misc]
         description="Search several collections at once (each its own top_k, label, controls);"
         " the answer has `groups` and `results` merged by rank.",
     )
-    budget: Budget = contract_field(OPTIONS_AND_ARGUMENTS["budget"])[1]
+    budget: Budget = contract_field(OPTIONS_AND_ARGUMENTS["budget"])[1]  # type: ignore[valid-type]
     explain: bool = contract_field(OPTIONS["explain"])[1]
     tokens: bool = contract_field(OPTIONS["tokens"])[1]

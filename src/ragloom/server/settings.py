@@ -6,6 +6,7 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ragloom.errors import InputError
 from ragloom.loading import DEFAULT_MAX_FILE_SIZE, ReadPolicy
@@ -68,7 +69,8 @@ class ServerSettings:
         size = limits.get("max_file_size")
         if size is not None and not (isinstance(size, int) and size >= 0):
             raise InputError("--max-file-size must be 0 (no limit) or a positive size")
-        hosts = tuple(str(h).strip().lower() for h in limits.pop("allowed_hosts", ()) or ())
+        allowed: Any = limits.pop("allowed_hosts", ()) or ()
+        hosts = tuple(str(h).strip().lower() for h in allowed)
         roots_found = tuple(dict.fromkeys(real_roots))
         if llm:
             from ragloom.llm.client import check_llm_spec

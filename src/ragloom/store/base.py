@@ -9,10 +9,12 @@ this; the engine (chunking, embedding, ranking, packing) is shared.
 
 from __future__ import annotations
 
+import threading
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
-from contextlib import AbstractContextManager, nullcontext
-from typing import Any
+from contextlib import AbstractContextManager, contextmanager, nullcontext
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
 
 import numpy as np
 
@@ -22,55 +24,56 @@ from ragloom.store.records import (
     ChunkTerms,
     CollectionInfo,
     NewDocument,
+    NewDocuments,
     StoredChunk,
     StoredDocument,
     WriteOutcome,
 )
 
+Ranked = tuple[np.ndarray, np.ndarray]  # a leg's answer: row ids and scores, best first
+
+
+@dataclass(frozen=True)
+class LexicalQuery:
+    """The lexical leg's question: the query's index terms in order (repeats kept), BM25's
+    parameters, the metadata filter (`where`, with its cache key), and for a PRF-expanded
+    query a weight per distinct term (`terms` then lists each term once)."""
+
+    terms: Sequence[str]
+    params: BM25Params
+    where: FilterNode | None = None
+    where_key: str | None = None
+    weights: Sequence[float] | None = None
+
+
+@dataclass(frozen=True, eq=False)
+class DenseQuery:
+    """The dense leg's question: the query's unit vector and the metadata filter."""
+
+    vector: np.ndarray
+    where: FilterNode | None = None
+    where_key: str | None = None
+
 
 class CollectionReader(ABC):
-    """One collection inside a snapshot: the legs and the lookups a search needs."""
+    """One collection inside a snapshot: the legs and the lookups a search needs. Each leg
+    takes the query in its own form (`LexicalQuery`, `DenseQuery`) and answers with its
+    top k over the live chunks that pass the filter."""
 
     info: CollectionInfo
     config: Any  # the parsed CollectionConfig
 
     @abstractmethod
-    def lexical(
-        self,
-        terms: Sequence[str],
-        k: int,
-        params: BM25Params,
-        where: FilterNode | None = None,
-        where_key: str | None = None,
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """BM25 top k (chunk row ids, scores) over live chunks passing `where`; `terms` are the
-        query's index terms in order, repeats kept."""
-
-    def lexical_weighted(
-        self,
-        terms: Sequence[str],
-        weights: Sequence[float],
-        k: int,
-        params: BM25Params,
-        where: FilterNode | None = None,
-        where_key: str | None = None,
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """BM25 top k with a weight per distinct query term (PRF-expanded queries)."""
-        raise NotImplementedError("this store cannot weight query terms (PRF expansion)")
+    def lexical(self, query: LexicalQuery, k: int) -> Ranked:
+        """BM25 top k (chunk row ids, scores)."""
 
     def document_frequencies(self, terms: Sequence[str]) -> tuple[dict[str, int], int]:
         """(live chunks containing each known term, live chunks in all): PRF statistics."""
         raise NotImplementedError("this store cannot report term statistics (PRF expansion)")
 
     @abstractmethod
-    def dense(
-        self,
-        vector: np.ndarray,
-        k: int,
-        where: FilterNode | None = None,
-        where_key: str | None = None,
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """Top k (chunk row ids, cosine) over live chunks with vectors passing `where`."""
+    def dense(self, query: DenseQuery, k: int) -> Ranked:
+        """Top k (chunk row ids, cosine) over the live chunks with vectors."""
 
     @abstractmethod
     def metadata(self, rows: Sequence[int]) -> dict[int, dict[str, Any]]:
@@ -152,7 +155,7 @@ class Snapshot(ABC):
     # page through `documents()`; a backend answers them with one indexed query each.
     def file_ids_by_source(self, collection: str, sources: Sequence[str]) -> dict[str, list[str]]:
         """Ids of the file documents (and parts) whose source is one of `sources`, by source."""
-        wanted, found = set(sources), {}
+        wanted, found = set(sources), dict[str, list[str]]()
         for doc in self._every_document(collection):
             path, part = doc.metadata.get("path"), doc.metadata.get("part")
             if doc.source in wanted and doc.doc_id in (path, f"{path}#{part}"):
@@ -177,7 +180,7 @@ class Snapshot(ABC):
         self, collection: CollectionInfo, doc_ids: Sequence[str], wanted: set[bytes]
     ) -> dict[bytes, np.ndarray]:
         """Vectors of the live chunks of `doc_ids` whose embedding text hashes to one of
-        `wanted` (`ragloom.store.text.text_hash`), by that hash."""
+        `wanted` (`ragloom.store.document_text.text_hash`), by that hash."""
         raise NotImplementedError
 
     def cached_vectors(self, model: str, hashes: Sequence[bytes]) -> dict[bytes, np.ndarray]:
@@ -187,7 +190,7 @@ class Snapshot(ABC):
     def chunk_counts(self, collection: str, doc_ids: Sequence[str]) -> dict[str, int]:
         """How many chunks each of `doc_ids` that exists holds. This default pages through
         the collection's documents; a backend answers it with one query instead."""
-        wanted, found, offset = set(doc_ids), {}, 0
+        wanted, found, offset = set(doc_ids), dict[str, int](), 0
         while wanted - found.keys():
             page = self.documents(collection, offset, 1000)
             if not page:
@@ -195,6 +198,46 @@ class Snapshot(ABC):
             found.update((d.doc_id, d.chunks) for d in page if d.doc_id in wanted)
             offset += len(page)
         return found
+
+
+S = TypeVar("S", bound=Snapshot)
+
+
+class ThreadSnapshots(Generic[S]):
+    """A store's snapshots, one open per thread at a time: a snapshot opened inside another
+    one on the same thread is that same snapshot (nested reads see the same version). The
+    store opens one (`_begin`), says what a failure inside it becomes (`_read_failure`:
+    None leaves it as it is), and ends it (`_end`)."""
+
+    _local: threading.local
+
+    @contextmanager
+    def snapshot(self) -> Iterator[S]:
+        current = getattr(self._local, "snapshot", None)
+        if current is not None:
+            yield current
+            return
+        snap = self._begin()
+        self._local.snapshot = snap
+        try:
+            yield snap
+        except Exception as exc:
+            failure = self._read_failure(snap, exc)
+            if failure is None:
+                raise
+            raise failure from None
+        finally:
+            self._local.snapshot = None
+            self._end(snap)
+
+    def _begin(self) -> S:
+        raise NotImplementedError
+
+    def _read_failure(self, snap: S, exc: Exception) -> Exception | None:
+        return None
+
+    def _end(self, snap: S) -> None:
+        """After the block: end the snapshot's transaction."""
 
 
 class Write(ABC):
@@ -214,10 +257,7 @@ class Write(ABC):
 
     @abstractmethod
     def put(
-        self,
-        collection: CollectionInfo,
-        documents: Sequence[NewDocument],
-        terms: ChunkTerms | None = None,
+        self, collection: CollectionInfo, documents: NewDocuments, terms: ChunkTerms | None = None
     ) -> WriteOutcome:
         """Store documents, each replacing all chunks of a stored document of the same id.
 

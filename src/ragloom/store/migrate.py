@@ -10,14 +10,27 @@ from pathlib import Path
 
 from ragloom.errors import InputError
 from ragloom.store.open import open_store
+from ragloom.store.records import NewDocuments, WriteOutcome
 
 
 @dataclass
-class MigrateReport:
+class TransferReport:
+    """What a copy of an index's data moved (a migrate, an export, an import)."""
+
     collections: list[str] = field(default_factory=list)
     documents: int = 0
     chunks: int = 0
     vectors: int = 0
+
+    def stored(self, outcome: WriteOutcome, documents: NewDocuments) -> None:
+        """Count a batch of `documents` the target stored (`outcome`)."""
+        self.documents += outcome.documents
+        self.chunks += outcome.chunks
+        self.vectors += sum(c.vector is not None for d in documents for c in d.chunks)
+
+
+@dataclass
+class MigrateReport(TransferReport):
     target: str = ""  # where the copy went (a URL without its password)
 
 
@@ -50,9 +63,7 @@ def migrate(
                 for documents in src.export(name, batch):
                     with dst.write() as write:
                         outcome = write.put(made, documents)
-                    report.documents += outcome.documents
-                    report.chunks += outcome.chunks
-                    report.vectors += sum(c.vector is not None for d in documents for c in d.chunks)
+                    report.stored(outcome, documents)
                     if on_batch:
                         on_batch(name, outcome.documents)
                 report.collections.append(name)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -68,6 +69,9 @@ class NewDocument:
     content_hash: str
     chunks: list[NewChunk]
     metadata_json: str | None = None  # the document's metadata as canonical JSON, if known
+
+
+NewDocuments = Sequence[NewDocument]  # what one `Write.put` stores
 
 
 @dataclass

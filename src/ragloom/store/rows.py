@@ -15,8 +15,8 @@ import numpy as np
 import orjson
 
 from ragloom.errors import InputError
+from ragloom.store.document_text import document_gaps
 from ragloom.store.records import NewDocument
-from ragloom.store.text import document_gaps
 
 VECTOR_CACHE_LIMIT = 20_000  # vectors of deleted chunks kept for re-adds (about 30 MB)
 

@@ -14,9 +14,10 @@ _WORD = re.compile(r"[^\W_]+")
 _IDENTIFIER = re.compile(r"\w+")
 
 
-def match_spans(tokenizer: Tokenizer, query: str, text: str) -> list[tuple[int, int]]:
-    """(start, end) offsets into `text` of the words whose index terms the query shares."""
-    wanted = set(tokenizer.terms(query))
+def match_spans(tokenizer: Tokenizer, terms: list[str], text: str) -> list[tuple[int, int]]:
+    """(start, end) offsets into `text` of the words whose index terms are among the query's
+    `terms` (as `tokenizer` analyses the query)."""
+    wanted = set(terms)
     if not wanted:
         return []
     pattern = _IDENTIFIER if tokenizer.config.split_identifiers else _WORD
@@ -27,7 +28,7 @@ def match_spans(tokenizer: Tokenizer, query: str, text: str) -> list[tuple[int, 
     return spans
 
 
-def matched_terms(tokenizer: Tokenizer, query: str, text: str) -> list[str]:
-    """The query's index terms that occur in `text`, in query order, each once."""
+def matched_terms(tokenizer: Tokenizer, terms: list[str], text: str) -> list[str]:
+    """The query's index `terms` that occur in `text`, in query order, each once."""
     present = set(tokenizer.terms(text))
-    return list(dict.fromkeys(t for t in tokenizer.terms(query) if t in present))
+    return list(dict.fromkeys(t for t in terms if t in present))

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from functools import lru_cache
 from itertools import chain, filterfalse
+from typing import Any
 
 import numpy as np
 import Stemmer
@@ -50,8 +51,8 @@ def _split(text: str, table: bytes, pattern: re.Pattern[str]) -> list[str]:
     cuts at whitespace, and only pieces holding a non-ASCII separator go through the regex."""
     if text.isascii():
         return text.encode("ascii").translate(table).decode("ascii").split()
-    pieces = text.encode("utf-8", "surrogatepass").translate(table)
-    pieces = pieces.decode("utf-8", "surrogatepass").split()
+    folded = text.encode("utf-8", "surrogatepass").translate(table)
+    pieces = folded.decode("utf-8", "surrogatepass").split()
     if all(map(str.isalnum, pieces)):
         return pieces
     words: list[str] = []
@@ -88,7 +89,7 @@ class TokenizerConfig:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, data: dict[str, object]) -> TokenizerConfig:
+    def from_dict(cls, data: dict[str, Any]) -> TokenizerConfig:
         return cls(**{k: v for k, v in data.items() if k in cls.__dataclass_fields__})
 
 
@@ -237,7 +238,7 @@ class Tokenizer:
         keep = flat_numbers != 0  # stop words went through as 0: drop them all at once
         if keep.all():
             return flat_numbers, counts
-        text_of = np.repeat(np.arange(len(counts)), counts)
+        text_of = np.repeat(np.arange(len(counts)), counts.astype(np.int64))
         return flat_numbers[keep], np.bincount(text_of[keep], minlength=len(counts))
 
     def _plain_terms(self, words: list[str]) -> list[str]:

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from ragloom.operations.salvage.rows import Recovered, recover
-from ragloom.store.text import text_hash
+from ragloom.store.document_text import text_hash
 from ragloom.types import Document
 
 

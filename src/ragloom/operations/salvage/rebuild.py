@@ -10,7 +10,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ragloom.index import Index
 from ragloom.operations.salvage.assess import Salvage, SalvagedCollection
+from ragloom.operations.sqlite_backup import DATABASE, SEGMENTS, place_index
 from ragloom.operations.staging import refuse_existing, scratch_beside
 
 BATCH = 500
@@ -29,9 +31,6 @@ class RepairReport:
 
 def rebuild(salvage: Salvage, output: Path, embedder: Any = "auto") -> RepairReport:
     """Write the salvaged documents as a new index at `output` (and its segment folder)."""
-    from ragloom.index import Index
-    from ragloom.operations.sqlite_backup import DATABASE, SEGMENTS, place_index
-
     output = Path(output).absolute()
     report = RepairReport(str(output), lost=salvage.lost_documents())
     refuse_existing(output, "a repair", HINT)

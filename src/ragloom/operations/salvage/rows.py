@@ -124,10 +124,10 @@ def recover(path: Path) -> Recovered:
             continue
         used.add(number)
         for cell in cells:
-            table = shape_of(cell.values)
-            if table is not None and cell.rowid not in found.rows[table]:
-                found.rows[table][cell.rowid] = cell.values
-                found.cell_pages[(table, cell.rowid)] = cell.pages
+            shape = shape_of(cell.values)
+            if shape is not None and cell.rowid not in found.rows[shape]:
+                found.rows[shape][cell.rowid] = cell.values
+                found.cell_pages[(shape, cell.rowid)] = cell.pages
                 found.found_by_scan += 1
             used.update(cell.pages)
     found.unreadable = sorted(damaged - used)
@@ -160,7 +160,9 @@ def _roots(pages: PageFile) -> dict[str, int]:
     return roots
 
 
-def _walk(pages: PageFile, table: str, root: int, found: Recovered, used: set, damaged: set):
+def _walk(
+    pages: PageFile, table: str, root: int, found: Recovered, used: set[int], damaged: set[int]
+) -> None:
     """Rows of one table's b-tree; a page that does not parse is counted against it."""
     stack = [root]
     while stack:

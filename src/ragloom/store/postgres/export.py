@@ -6,15 +6,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from ragloom.store.document_text import rebuild_text
 from ragloom.store.records import NewChunk, NewDocument
-from ragloom.store.text import rebuild_text
 from ragloom.types import Document
-
-
-def export_collection(store: Any, name: str, batch: int = 200) -> Iterator[list[NewDocument]]:
-    """The collection's documents in batches, all read from one snapshot."""
-    with store.snapshot() as snap:
-        yield from export_rows(snap.conn, snap.rows[name].id, batch)
 
 
 def export_rows(

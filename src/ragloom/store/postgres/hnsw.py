@@ -12,12 +12,12 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from typing import Any
 
 import psycopg
 from psycopg import sql
 
 from ragloom.store.postgres.schema import set_path
+from ragloom.store.postgres.url import Location
 
 NEGATIVE_TTL = 5.0  # seconds a "no index yet" answer is trusted
 
@@ -29,8 +29,10 @@ def index_name(collection_id: int, dimension: int) -> str:
 class HnswBuilder:
     """Knows which collections have a valid HNSW index and builds the missing ones."""
 
-    def __init__(self, store: Any) -> None:
-        self.store = store
+    def __init__(self, where: Location, read_only: bool) -> None:
+        self.where = where
+        self.schema = where.schema
+        self.read_only = read_only
         self._known: dict[tuple[int, int], float] = {}  # -> 0.0 valid, else time of "none"
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
@@ -47,7 +49,7 @@ class HnswBuilder:
             "SELECT i.indisvalid FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid"
             " JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = %s"
             " AND c.relname = %s",
-            (self.store.schema, index_name(collection_id, dimension)),
+            (self.schema, index_name(collection_id, dimension)),
         ).fetchone()
         valid = bool(found and found[0])
         self._known[key] = 0.0 if valid else time.monotonic()
@@ -59,7 +61,7 @@ class HnswBuilder:
 
     def nudge(self, grown: dict[int, tuple[int, int]]) -> None:
         """After a commit: collections (id -> (vectors, dimension)) that gained vectors."""
-        threshold = self.store.where.hnsw_threshold
+        threshold = self.where.hnsw_threshold
         due = {c: v for c, v in grown.items() if v[0] >= threshold and v[1]}
         due = {c: v for c, v in due.items() if self._known.get((c, v[1])) != 0.0}
         if not due:
@@ -83,14 +85,14 @@ class HnswBuilder:
     def build(self, collection_id: int, dimension: int) -> None:
         """CREATE INDEX CONCURRENTLY (idempotent; an invalid leftover is rebuilt)."""
         name = index_name(collection_id, dimension)
-        conn = psycopg.connect(self.store.where.write, autocommit=True)
+        conn = psycopg.connect(self.where.write, autocommit=True)
         try:
-            set_path(conn, self.store.schema)
+            set_path(conn, self.schema)
             found = conn.execute(
                 "SELECT i.indisvalid FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid"
                 " JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = %s"
                 " AND c.relname = %s",
-                (self.store.schema, name),
+                (self.schema, name),
             ).fetchone()
             if found is not None and not found[0]:
                 conn.execute(sql.SQL("DROP INDEX CONCURRENTLY {}").format(sql.Identifier(name)))
@@ -110,20 +112,17 @@ class HnswBuilder:
         finally:
             conn.close()
 
-    def run_now(self) -> None:
-        """Build every index that is due, in this thread."""
+    def run_now(self, grown: dict[int, tuple[int, int]]) -> None:
+        """Build, in this thread, the indexes due for collections (id -> (vectors,
+        dimension)) as a snapshot counts them."""
         thread = self._thread
         if thread is not None:
             thread.join()
-        threshold = self.store.where.hnsw_threshold
-        if self.store.read_only:
+        if self.read_only:
             return
-        with self.store.snapshot() as snap:
-            rows = list(snap.rows.values())
-        for row in rows:
-            dimension = (row.config.get("embedding") or {}).get("dimension")
-            if dimension and row.vectors >= threshold:
-                self.build(row.id, int(dimension))
+        for collection_id, (count, dimension) in grown.items():
+            if dimension and count >= self.where.hnsw_threshold:
+                self.build(collection_id, dimension)
 
     def stop(self) -> None:
         thread = self._thread

@@ -18,6 +18,8 @@ from typing import Any
 import psycopg
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
+from ragloom.store.sql import one
+
 POLL = 0.002  # seconds between replay-position checks while waiting
 _LSN = re.compile(r"^[0-9A-F]{1,8}/[0-9A-F]{1,8}$")
 
@@ -55,7 +57,7 @@ def caught_up(conn: psycopg.Connection, wanted: int, wanted_text: str, seconds: 
     """Has this standby connection replayed up to `wanted`? Polls for up to `seconds`."""
     deadline = time.monotonic() + seconds
     while True:
-        replayed = conn.execute("SELECT pg_last_wal_replay_lsn()::text").fetchone()[0]
+        replayed = one(conn.execute("SELECT pg_last_wal_replay_lsn()::text"))[0]
         if replayed is not None and lsn_value(replayed) >= wanted:
             return True
         if time.monotonic() >= deadline:
@@ -64,7 +66,7 @@ def caught_up(conn: psycopg.Connection, wanted: int, wanted_text: str, seconds: 
 
 
 def is_standby(conn: psycopg.Connection) -> bool:
-    return bool(conn.execute("SELECT pg_is_in_recovery()").fetchone()[0])
+    return bool(one(conn.execute("SELECT pg_is_in_recovery()"))[0])
 
 
 def single_hosts(conninfo: str) -> list[tuple[str, str]]:
@@ -79,7 +81,8 @@ def single_hosts(conninfo: str) -> list[tuple[str, str]]:
     out = []
     for host, port in zip(hosts, ports):
         name = f"{host}:{port}" if port else host
-        out.append((name, make_conninfo(**params, host=host, **({"port": port} if port else {}))))
+        alone = {**params, "host": host, **({"port": port} if port else {})}
+        out.append((name, make_conninfo("", **alone)))
     return out
 
 
@@ -92,13 +95,15 @@ def replication_status(conninfo: str, timeout: int = 1) -> list[dict[str, Any]]:
         entry: dict[str, Any] = {"host": name, "reachable": False}
         try:
             with psycopg.connect(info, connect_timeout=timeout, autocommit=True) as conn:
-                standby, current, replayed, seconds = conn.execute(
-                    "SELECT pg_is_in_recovery(),"
-                    " CASE WHEN pg_is_in_recovery() THEN NULL"
-                    "  ELSE pg_current_wal_lsn()::text END,"
-                    " pg_last_wal_replay_lsn()::text,"
-                    " extract(epoch FROM now() - pg_last_xact_replay_timestamp())::float8"
-                ).fetchone()
+                standby, current, replayed, seconds = one(
+                    conn.execute(
+                        "SELECT pg_is_in_recovery(),"
+                        " CASE WHEN pg_is_in_recovery() THEN NULL"
+                        "  ELSE pg_current_wal_lsn()::text END,"
+                        " pg_last_wal_replay_lsn()::text,"
+                        " extract(epoch FROM now() - pg_last_xact_replay_timestamp())::float8"
+                    )
+                )
         except psycopg.Error as exc:
             entry["error"] = str(exc).strip().splitlines()[0] if str(exc).strip() else "down"
             rows.append(entry)
@@ -120,5 +125,5 @@ def replication_status(conninfo: str, timeout: int = 1) -> list[dict[str, Any]]:
 def current_lsn(conn: psycopg.Connection) -> str | None:
     """The primary's WAL insert position right after a commit (None if unknown)."""
     with contextlib.suppress(psycopg.Error):
-        return conn.execute("SELECT pg_current_wal_insert_lsn()::text").fetchone()[0]
+        return one(conn.execute("SELECT pg_current_wal_insert_lsn()::text"))[0]
     return None

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import psycopg
@@ -13,30 +13,22 @@ from psycopg import sql
 
 from ragloom.config import CollectionConfig
 from ragloom.errors import NotFound
-from ragloom.filters import FilterNode
-from ragloom.lexical.bm25 import BM25Params
-from ragloom.store.base import CollectionReader, Snapshot
-from ragloom.store.postgres import legs, where
+from ragloom.store.base import CollectionReader, DenseQuery, LexicalQuery, Ranked
+from ragloom.store.document_text import text_hash
+from ragloom.store.postgres import leg_sql, where
+from ragloom.store.postgres.hnsw import HnswBuilder
 from ragloom.store.records import CollectionInfo, StoredChunk, StoredDocument
-from ragloom.store.rows import parse_config
-from ragloom.store.text import rebuild_text, text_hash
+from ragloom.store.sql import POSTGRES, CollectionRow, SQLSnapshot, one
 
 
 @dataclass(frozen=True)
-class CollectionRow:
-    """A collection's row as one snapshot sees it (with its live-chunk statistics)."""
+class PostgresCollectionRow(CollectionRow):
+    """A collection's row as one snapshot sees it, with its live-chunk statistics."""
 
-    id: int
-    name: str
-    config_json: str
     chunks: int
     total_length: int
     vectors: int
     changed: int
-
-    @property
-    def config(self) -> dict[str, Any]:
-        return parse_config(self.config_json)
 
 
 CHUNK_COLUMNS = (
@@ -75,7 +67,7 @@ def with_chunks(
 class PostgresCollection(CollectionReader):
     """One collection of a snapshot; both legs run in SQL."""
 
-    def __init__(self, snapshot: PostgresSnapshot, row: CollectionRow) -> None:
+    def __init__(self, snapshot: PostgresSnapshot, row: PostgresCollectionRow) -> None:
         self.snapshot = snapshot
         self.row = row
         self.info = CollectionInfo(row.id, row.name, row.config)
@@ -85,38 +77,14 @@ class PostgresCollection(CollectionReader):
     def conn(self) -> psycopg.Connection:
         return self.snapshot.conn
 
-    def lexical(
-        self,
-        terms: Sequence[str],
-        k: int,
-        params: BM25Params,
-        where: FilterNode | None = None,
-        where_key: str | None = None,
-    ) -> tuple[np.ndarray, np.ndarray]:
-        return legs.lexical(self, terms, k, params, where)
-
-    def lexical_weighted(
-        self,
-        terms: Sequence[str],
-        weights: Sequence[float],
-        k: int,
-        params: BM25Params,
-        where: FilterNode | None = None,
-        where_key: str | None = None,
-    ) -> tuple[np.ndarray, np.ndarray]:
-        return legs.lexical(self, terms, k, params, where, weights)
+    def lexical(self, query: LexicalQuery, k: int) -> Ranked:
+        return leg_sql.lexical(self, query.terms, k, query.params, query.where, query.weights)
 
     def document_frequencies(self, terms: Sequence[str]) -> tuple[dict[str, int], int]:
-        return legs.document_frequencies(self, terms)
+        return leg_sql.document_frequencies(self, terms)
 
-    def dense(
-        self,
-        vector: np.ndarray,
-        k: int,
-        where: FilterNode | None = None,
-        where_key: str | None = None,
-    ) -> tuple[np.ndarray, np.ndarray]:
-        return legs.dense(self, vector, k, where)
+    def dense(self, query: DenseQuery, k: int) -> Ranked:
+        return leg_sql.dense(self, query.vector, k, query.where)
 
     def metadata(self, rows: Sequence[int]) -> dict[int, dict[str, Any]]:
         if not len(rows):
@@ -134,7 +102,7 @@ class PostgresCollection(CollectionReader):
         if not len(rows) or not dimension:
             return out
         wanted = [int(r) for r in rows]
-        found = dict(
+        found: dict[int, Any] = dict(
             self.conn.cursor(binary=True)
             .execute(
                 "SELECT id, embedding FROM chunks WHERE id = ANY(%s) AND embedding IS NOT NULL",
@@ -150,11 +118,13 @@ class PostgresCollection(CollectionReader):
 
     def counts(self) -> dict[str, Any]:
         row = self.row
-        documents, terms = self.conn.execute(
-            "SELECT (SELECT count(*) FROM documents WHERE collection_id = %(c)s),"
-            " (SELECT count(*) FROM term_stats WHERE collection_id = %(c)s AND df > 0)",
-            {"c": row.id},
-        ).fetchone()
+        documents, terms = one(
+            self.conn.execute(
+                "SELECT (SELECT count(*) FROM documents WHERE collection_id = %(c)s),"
+                " (SELECT count(*) FROM term_stats WHERE collection_id = %(c)s AND df > 0)",
+                {"c": row.id},
+            )
+        )
         embedded = bool(row.config.get("embedding"))
         return {
             "documents": int(documents),
@@ -185,21 +155,38 @@ class PostgresCollection(CollectionReader):
         )
 
 
-class PostgresSnapshot(Snapshot):
+class SnapshotSource(Protocol):
+    """What a snapshot reads of the store that opens it (`PostgresStore`): where it is, the
+    search path its transactions set, the filter values it caches per collection version,
+    and which collections have an HNSW index."""
+
+    location: str
+    path_sql: str
+    filter_values: dict[Any, list[tuple[str | None, ...]]]
+    indexer: HnswBuilder
+
+
+class PostgresSnapshot(SQLSnapshot[PostgresCollectionRow]):
     """An open REPEATABLE READ transaction on a reader connection."""
 
+    dialect = POSTGRES
+
     def __init__(
-        self, store: Any, conn: psycopg.Connection, generation: int, rows: dict[str, CollectionRow]
+        self,
+        store: SnapshotSource,
+        conn: psycopg.Connection,
+        generation: int,
+        rows: dict[str, PostgresCollectionRow],
     ) -> None:
+        super().__init__(store.location, conn, generation, rows)
         self.store = store
-        self.conn = conn
-        self.generation = generation
-        self.rows = rows
         self.led: tuple[Any, ...] | None = None
         self._readers: dict[str, PostgresCollection] = {}
 
     @classmethod
-    def begin(cls, store: Any, conn: psycopg.Connection, lead: str = "") -> PostgresSnapshot:
+    def begin(
+        cls, store: SnapshotSource, conn: psycopg.Connection, lead: str = ""
+    ) -> PostgresSnapshot:
         """Open the transaction and read the generation and collections: one round trip.
         `lead`, a statement run just before the transaction in the same round trip (a shard
         set's commit lock), leaves its first row in `led`."""
@@ -219,7 +206,7 @@ class PostgresSnapshot(Snapshot):
         records = cursor.fetchall()
         if not records:
             raise psycopg.errors.UndefinedTable("meta is empty")
-        rows = {r[2]: CollectionRow(*r[1:]) for r in records if r[1] is not None}
+        rows = {r[2]: PostgresCollectionRow(*r[1:]) for r in records if r[1] is not None}
         snap = cls(store, conn, int(records[0][0]), rows)
         snap.led = led
         return snap
@@ -232,50 +219,9 @@ class PostgresSnapshot(Snapshot):
         if reader is None:
             row = self.rows.get(name)
             if row is None:
-                raise NotFound(
-                    f"no collection {name!r} in {self.store.location}",
-                    f"known collections: {', '.join(sorted(self.rows)) or 'none yet'}",
-                )
+                raise self.unknown(name)
             reader = self._readers[name] = PostgresCollection(self, row)
         return reader
-
-    def content_hashes(self, collection: str, doc_ids: Sequence[str]) -> dict[str, str]:
-        row = self.rows.get(collection)
-        if row is None or not doc_ids:
-            return {}
-        return dict(
-            self.conn.execute(
-                "SELECT doc_id, content_hash FROM documents"
-                " WHERE collection_id = %s AND doc_id = ANY(%s)",
-                (row.id, list(doc_ids)),
-            ).fetchall()
-        )
-
-    def file_ids_by_source(self, collection: str, sources: Sequence[str]) -> dict[str, list[str]]:
-        row = self.rows.get(collection)
-        if row is None or not sources:
-            return {}
-        found: dict[str, list[str]] = {}
-        for source, doc_id in self.conn.execute(
-            "SELECT source, doc_id FROM documents WHERE collection_id = %s AND source = ANY(%s)"
-            " AND (metadata->>'path' = doc_id"
-            " OR metadata->>'path' || '#' || (metadata->>'part') = doc_id)",
-            (row.id, list(sources)),
-        ):
-            found.setdefault(source, []).append(doc_id)
-        return found
-
-    def sources_of(self, collection: str, doc_ids: Sequence[str]) -> dict[str, str | None]:
-        row = self.rows.get(collection)
-        if row is None or not doc_ids:
-            return {}
-        return dict(
-            self.conn.execute(
-                "SELECT doc_id, source FROM documents"
-                " WHERE collection_id = %s AND doc_id = ANY(%s)",
-                (row.id, list(doc_ids)),
-            ).fetchall()
-        )
 
     def document_vectors(
         self, collection: CollectionInfo, doc_ids: Sequence[str], wanted: set[bytes]
@@ -293,13 +239,6 @@ class PostgresSnapshot(Snapshot):
                 found[h] = np.asarray(vector, np.float32)
         return found
 
-    def cached_vectors(self, model: str, hashes: Sequence[bytes]) -> dict[bytes, np.ndarray]:
-        cached = self.conn.cursor(binary=True).execute(
-            "SELECT text_hash, vector FROM vector_cache WHERE model = %s AND text_hash = ANY(%s)",
-            (model, list(hashes)),
-        )
-        return {bytes(h): np.asarray(v, np.float32) for h, v in cached}
-
     def chunks(self, rows: Sequence[int]) -> dict[int, StoredChunk]:
         if not len(rows):
             return {}
@@ -309,22 +248,6 @@ class PostgresSnapshot(Snapshot):
         ).fetchall()
         return {r[0]: stored_chunk(r) for r in records}
 
-    def document_text(self, collection: str, doc_id: str) -> str:
-        row = self.rows.get(collection)
-        found = None
-        if row is not None:
-            found = self.conn.execute(
-                "SELECT id, length, gaps FROM documents WHERE collection_id = %s AND doc_id = %s",
-                (row.id, doc_id),
-            ).fetchone()
-        if found is None:
-            raise NotFound(f"no document {doc_id!r} in collection {collection!r}")
-        document, length, gaps = found
-        chunks = self.conn.execute(
-            "SELECT start, text FROM chunks WHERE document_id = %s", (document,)
-        ).fetchall()
-        return rebuild_text(gaps, chunks, length)
-
     def documents(
         self, collection: str | None, offset: int = 0, limit: int = 100
     ) -> list[StoredDocument]:
@@ -332,7 +255,7 @@ class PostgresSnapshot(Snapshot):
         if collection is not None:
             row = self.rows.get(collection)
             if row is None:
-                raise NotFound(f"no collection {collection!r} in {self.store.location}")
+                raise NotFound(f"no collection {collection!r} in {self.location}")
             where, params["c"] = "WHERE d.collection_id = %(c)s", row.id
         records = self.conn.execute(
             "SELECT d.doc_id, c.name, d.source, d.title, d.metadata, d.content_hash,"
@@ -346,7 +269,8 @@ class PostgresSnapshot(Snapshot):
         out = []
         for r in records:
             embedded = bool(self.rows[r[1]].config.get("embedding"))
-            out.append(StoredDocument(*r[:8], pending=int(r[8]) if embedded else 0))
+            pending = int(r[8]) if embedded else 0
+            out.append(StoredDocument(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], pending))
         return out
 
     def document_counts(self) -> dict[str, dict[str, int]]:

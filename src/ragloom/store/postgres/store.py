@@ -20,14 +20,19 @@ from typing import Any
 import psycopg
 
 from ragloom.errors import ReadInterrupted, StorageError, StoreError
-from ragloom.store.base import Store
+from ragloom.store.base import Store, ThreadSnapshots
 from ragloom.store.postgres import replicas, vectors
 from ragloom.store.postgres import schema as schemas
+from ragloom.store.postgres.check import check_snapshot
 from ragloom.store.postgres.errors import from_psycopg
+from ragloom.store.postgres.export import export_rows
+from ragloom.store.postgres.hnsw import HnswBuilder
 from ragloom.store.postgres.snapshot import PostgresSnapshot
 from ragloom.store.postgres.url import Location, parse_location
 from ragloom.store.postgres.write import PostgresWrite
-from ragloom.store.records import CollectionInfo
+from ragloom.store.records import CollectionInfo, NewDocument
+from ragloom.store.rows import dimension_of
+from ragloom.store.sql import one
 
 CONNECT_TIMEOUT = 5  # seconds; the URL's connect_timeout wins
 PENDING = (
@@ -37,7 +42,7 @@ PENDING = (
 LOST_PRIMARY_WAIT = 2.0  # seconds a replica may take to apply our last write, primary down
 
 
-class PostgresStore(Store):
+class PostgresStore(ThreadSnapshots[PostgresSnapshot], Store):
     """A ragloom index in a PostgreSQL database (schema `location.schema`)."""
 
     def __init__(self, url: str, create: bool = True, read_only: bool = False) -> None:
@@ -52,7 +57,7 @@ class PostgresStore(Store):
         self._writer: psycopg.Connection | None = None
         self._closed = False
         self.filter_values: dict[Any, list[tuple[str | None, ...]]] = {}
-        self.indexer: Any = None
+        self.indexer = HnswBuilder(self.where, read_only)
         self._vector_info: Any = None
         self.path_sql = f'SET LOCAL search_path TO "{self.schema}", public;'
         self.mark = replicas.WriteMark()  # this process's newest commit (read-your-writes)
@@ -67,9 +72,6 @@ class PostgresStore(Store):
                 if self.where.hosts < 2:
                     raise
                 self._check_reader()  # the primary is down: searches go on from replicas
-        from ragloom.store.postgres.hnsw import HnswBuilder
-
-        self.indexer = HnswBuilder(self)
 
     # -- connections ------------------------------------------------------------------
     def _connect(self, conninfo: str, autocommit: bool = False) -> psycopg.Connection:
@@ -169,8 +171,7 @@ class PostgresStore(Store):
         return conn
 
     def close(self) -> None:
-        if self.indexer is not None:
-            self.indexer.stop()
+        self.indexer.stop()
         with self._write_lock, self._conns_lock:
             self._closed = True
             for conn in self._conns:
@@ -180,30 +181,22 @@ class PostgresStore(Store):
             self._writer = None
 
     # -- reading ----------------------------------------------------------------------
-    @contextlib.contextmanager
-    def snapshot(self) -> Iterator[PostgresSnapshot]:
-        """One REPEATABLE READ transaction; nested snapshots on a thread share it."""
-        current = getattr(self._local, "snapshot", None)
-        if current is not None:
-            yield current
-            return
-        snap = self._begin()
+    # One REPEATABLE READ transaction (`ThreadSnapshots.snapshot`; nested ones share it).
+    def _read_failure(self, snap: PostgresSnapshot, exc: Exception) -> Exception | None:
+        if not isinstance(exc, psycopg.Error):
+            return None
+        self._discard(snap.conn)
+        if isinstance(exc, psycopg.OperationalError) and self.where.hosts > 1:
+            return ReadInterrupted(
+                f"{self.location}: a database server went away during a search", "retry"
+            )
+        return from_psycopg(exc, self.location)
+
+    def _end(self, snap: PostgresSnapshot) -> None:
         conn = snap.conn
-        self._local.snapshot = snap
-        try:
-            yield snap
-        except psycopg.Error as exc:
-            self._discard(conn)
-            if isinstance(exc, psycopg.OperationalError) and self.where.hosts > 1:
-                raise ReadInterrupted(
-                    f"{self.location}: a database server went away during a search", "retry"
-                ) from None
-            raise from_psycopg(exc, self.location) from None
-        finally:
-            self._local.snapshot = None
-            if not conn.closed and not conn.broken:
-                with contextlib.suppress(psycopg.Error):
-                    conn.execute("COMMIT")
+        if not conn.closed and not conn.broken:
+            with contextlib.suppress(psycopg.Error):
+                conn.execute("COMMIT")
 
     def _begin(self) -> PostgresSnapshot:
         """Open a snapshot; a connection found dead is replaced once (another host)."""
@@ -287,14 +280,17 @@ class PostgresStore(Store):
                 conn = self.writer()
                 # the row lock on the generation serializes writers of every process
                 generation = int(
-                    conn.execute(
-                        "UPDATE meta SET value = value + 1 WHERE key = 'generation' RETURNING value"
-                    ).fetchone()[0]
+                    one(
+                        conn.execute(
+                            "UPDATE meta SET value = value + 1 WHERE key = 'generation'"
+                            " RETURNING value"
+                        )
+                    )[0]
                 )
             except psycopg.Error as exc:
                 self._rollback(conn)
                 raise from_psycopg(exc, self.location) from None
-            write = PostgresWrite(self, conn, generation)
+            write = PostgresWrite(self.indexer, conn, generation)
             try:
                 yield write
                 write.finish()
@@ -333,16 +329,11 @@ class PostgresStore(Store):
 
     def chunk_texts(self, collection: CollectionInfo) -> list[tuple[int, str | None, str]]:
         with self.snapshot() as snap:
-            return snap.conn.execute(
-                "SELECT c.id, d.title, c.text FROM chunks c JOIN documents d ON d.id ="
-                " c.document_id WHERE c.collection_id = %s ORDER BY c.id",
-                (collection.id,),
-            ).fetchall()
+            return snap.chunk_texts(collection)
 
-    def export(self, collection: str, batch: int = 200):
-        from ragloom.store.postgres.export import export_collection
-
-        return export_collection(self, collection, batch)
+    def export(self, collection: str, batch: int = 200) -> Iterator[list[NewDocument]]:
+        with self.snapshot() as snap:
+            yield from export_rows(snap.conn, snap.rows[collection].id, batch)
 
     def replication(self) -> list[dict[str, Any]] | None:
         """Each server of a multi-host URL with its role and replay lag (None: one host)."""
@@ -351,14 +342,18 @@ class PostgresStore(Store):
         return replicas.replication_status(self.where.read)
 
     def check(self) -> list[str]:
-        from ragloom.store.postgres.check import check_store
-
-        return check_store(self)
+        with self.snapshot() as snap:
+            return check_snapshot(snap)
 
     def maintain(self, wait: bool = True, on_step: Any = None) -> int:
         """Build the HNSW indexes that collections past the threshold still lack."""
         try:
-            self.indexer.run_now()
+            with self.snapshot() as snap:
+                grown = {
+                    row.id: (row.vectors, int(dimension_of(row.config) or 0))
+                    for row in snap.rows.values()
+                }
+            self.indexer.run_now(grown)
             return 0
         except psycopg.Error as exc:
             raise from_psycopg(exc, self.location) from None

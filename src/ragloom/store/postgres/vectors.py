@@ -5,6 +5,8 @@ word, then big-endian float32s); query parameters use pgvector's own dumpers."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import psycopg
 from psycopg.adapt import Loader
@@ -14,14 +16,14 @@ from psycopg.types import TypeInfo
 class VectorBinaryLoader(Loader):
     format = psycopg.pq.Format.BINARY
 
-    def load(self, data) -> np.ndarray:
+    def load(self, data: Any) -> np.ndarray:
         return np.frombuffer(bytes(data), ">f4", offset=4).astype(np.float32)
 
 
 class VectorTextLoader(Loader):
     format = psycopg.pq.Format.TEXT
 
-    def load(self, data) -> np.ndarray:
+    def load(self, data: Any) -> np.ndarray:
         text = bytes(data).decode()
         return np.array(text[1:-1].split(","), np.float32) if len(text) > 2 else np.zeros(0)
 

@@ -12,6 +12,7 @@ added in front when it can narrow the scan (it is a superset of the exact test).
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from psycopg import sql
@@ -47,7 +48,9 @@ def _as_metadata(fields: tuple[str, ...], texts: tuple[str, ...]) -> dict[str, A
     return {name: json.loads(text) for name, text in zip(fields, texts) if text != MISSING}
 
 
-def distinct_values(conn, collection: int, changed: int, fields, cache: dict) -> list[str]:
+def distinct_values(
+    conn: Any, collection: int, changed: int, fields: tuple[str, ...], cache: dict[Any, Any]
+) -> list[str]:
     """The distinct value keys (see `field_text`) of the fields in one collection version."""
     key = (collection, changed, fields)
     found = cache.get(key)
@@ -62,7 +65,9 @@ def distinct_values(conn, collection: int, changed: int, fields, cache: dict) ->
     return found
 
 
-def field_values(conn, collection: int, changed: int, key: str, cache: dict) -> list[Any]:
+def field_values(
+    conn: Any, collection: int, changed: int, key: str, cache: dict[Any, Any]
+) -> list[Any]:
     """The distinct values a filter on `key` reads in one collection version."""
     fields = fields_of(key)
     out = []
@@ -90,7 +95,9 @@ def leaf_sql(leaf: Leaf, values: list[str]) -> sql.Composable:
     return exact
 
 
-def compile_filter(node: FilterNode, values_of) -> sql.Composable:
+def compile_filter(
+    node: FilterNode, values_of: Callable[[tuple[str, ...]], list[str]]
+) -> sql.Composable:
     """SQL for a filter tree; `values_of(fields)` gives a field set's distinct value keys."""
     if isinstance(node, Leaf):
         return leaf_sql(node, values_of(fields_of(node.key)))

@@ -16,12 +16,11 @@ from typing import Any
 import numpy as np
 import psycopg
 
-from ragloom.store.base import Write
-from ragloom.store.postgres.hnsw import index_name
+from ragloom.store.document_text import text_hash
+from ragloom.store.postgres.hnsw import HnswBuilder, index_name
 from ragloom.store.postgres.vectors import vector_text
-from ragloom.store.records import ChunkTerms, CollectionInfo, NewDocument, WriteOutcome
+from ragloom.store.records import ChunkTerms, CollectionInfo, NewDocuments, WriteOutcome
 from ragloom.store.rows import (
-    VECTOR_CACHE_LIMIT,
     checked_vectors,
     chunk_vectors_dimension,
     dimension_of,
@@ -29,14 +28,16 @@ from ragloom.store.rows import (
     epoch_of,
     to_json,
 )
-from ragloom.store.text import text_hash
+from ragloom.store.sql import POSTGRES, SQLWrite
 
 
-class PostgresWrite(Write):
+class PostgresWrite(SQLWrite):
     """Operations inside one open write transaction (the write lock is held)."""
 
-    def __init__(self, store: Any, conn: psycopg.Connection, generation: int) -> None:
-        self.store = store
+    dialect = POSTGRES
+
+    def __init__(self, indexer: HnswBuilder, conn: psycopg.Connection, generation: int) -> None:
+        self.indexer = indexer
         self.conn = conn
         self.generation = generation
         self.touched: set[int] = set()
@@ -45,18 +46,13 @@ class PostgresWrite(Write):
         self._deltas: dict[int, list[int]] = {}  # collection -> [chunks, length, vectors]
 
     # -- collections ------------------------------------------------------------------
-    def ensure_collection(self, name: str, config: dict[str, Any]) -> CollectionInfo:
-        row = self.conn.execute(
-            "SELECT id, config FROM collections WHERE name = %s", (name,)
-        ).fetchone()
-        if row is not None:
-            return CollectionInfo(int(row[0]), name, json.loads(row[1]))
-        new = self.conn.execute(
-            "INSERT INTO collections (name, config) VALUES (%s, %s) RETURNING id",
-            (name, to_json(config)),
-        ).fetchone()[0]
-        self.touched.add(int(new))
-        return CollectionInfo(int(new), name, config)
+    def insert_collection(self, name: str, config: dict[str, Any]) -> int:
+        return int(
+            self.conn.execute(
+                "INSERT INTO collections (name, config) VALUES (%s, %s) RETURNING id",
+                (name, to_json(config)),
+            ).fetchone()[0]
+        )
 
     def set_config(self, collection: CollectionInfo, config: dict[str, Any]) -> None:
         self.conn.execute(
@@ -65,31 +61,13 @@ class PostgresWrite(Write):
         self._configs[collection.id] = config
         self.touched.add(collection.id)
 
-    def _config(self, collection: CollectionInfo) -> dict[str, Any]:
-        config = self._configs.get(collection.id)
-        if config is None:
-            row = self.conn.execute(
-                "SELECT config FROM collections WHERE id = %s", (collection.id,)
-            ).fetchone()
-            config = self._configs[collection.id] = json.loads(row[0])
-        return config
-
-    def content_hashes(self, collection: CollectionInfo, doc_ids: Sequence[str]) -> dict[str, str]:
-        return dict(
-            self.conn.execute(
-                "SELECT doc_id, content_hash FROM documents"
-                " WHERE collection_id = %s AND doc_id = ANY(%s)",
-                (collection.id, list(doc_ids)),
-            ).fetchall()
-        )
-
     # -- removing ---------------------------------------------------------------------
     def _remove(self, collection: CollectionInfo, document_ids: Sequence[int]) -> int:
         """Delete documents (row ids) with their chunks, postings and statistics, in one
         statement (document frequencies that reach 0 stay as 0 and are ignored)."""
         if not document_ids:
             return 0
-        if (self._config(collection).get("embedding") or {}).get("model"):
+        if (self.stored_config(collection).get("embedding") or {}).get("model"):
             self._cache_vectors(collection, document_ids)
         gone = self.conn.execute(
             "WITH gone AS (SELECT id, length, embedding IS NOT NULL AS has, terms FROM chunks"
@@ -117,7 +95,7 @@ class PostgresWrite(Write):
 
     def _cache_vectors(self, collection: CollectionInfo, document_ids: Sequence[int]) -> None:
         """Keep the vectors of chunks about to be deleted, so re-adding their text is free."""
-        model = (self._config(collection).get("embedding") or {}).get("model")
+        model = (self.stored_config(collection).get("embedding") or {}).get("model")
         rows = (
             self.conn.cursor(binary=True)
             .execute(
@@ -138,10 +116,7 @@ class PostgresWrite(Write):
                 " id = nextval('vector_cache_id_seq')",
                 [(model, h, v) for h, v in entries.items()],
             )
-        self.conn.execute(
-            "DELETE FROM vector_cache WHERE id <= (SELECT max(id) FROM vector_cache) - %s",
-            (VECTOR_CACHE_LIMIT,),
-        )
+        self.trim_vector_cache()
 
     def delete(self, collection: CollectionInfo, doc_id: str) -> int | None:
         row = self.conn.execute(
@@ -155,23 +130,17 @@ class PostgresWrite(Write):
 
     # -- adding -----------------------------------------------------------------------
     def put(
-        self,
-        collection: CollectionInfo,
-        documents: Sequence[NewDocument],
-        terms: ChunkTerms | None = None,
+        self, collection: CollectionInfo, documents: NewDocuments, terms: ChunkTerms | None = None
     ) -> WriteOutcome:
         outcome = WriteOutcome()
         self.touched.add(collection.id)
         if not documents:
             return outcome
-        existing = self.conn.execute(
-            "SELECT id FROM documents WHERE collection_id = %s AND doc_id = ANY(%s)",
-            (collection.id, [d.document.id for d in documents]),
-        ).fetchall()
-        outcome.removed_chunks = self._remove(collection, [int(r[0]) for r in existing])
+        existing = self.document_rows(collection, [d.document.id for d in documents])
+        outcome.removed_chunks = self._remove(collection, existing)
         chunks = [c for d in documents for c in d.chunks]
         known = [c.vector for c in chunks if c.vector is not None]
-        dimension, changed = chunk_vectors_dimension(self._config(collection), known)
+        dimension, changed = chunk_vectors_dimension(self.stored_config(collection), known)
         if changed is not None:
             self.set_config(collection, changed)
         if terms is None:  # the chunks carry their own lists: no round trip through numbers
@@ -190,7 +159,7 @@ class PostgresWrite(Write):
     def _insert(
         self,
         collection: CollectionInfo,
-        documents: Sequence[NewDocument],
+        documents: NewDocuments,
         term_lists: Sequence[Sequence[str]],
     ) -> list[int]:
         """COPY the documents, chunks and postings in (`term_lists`: each chunk's terms, in
@@ -266,7 +235,7 @@ class PostgresWrite(Write):
         self.touched.add(collection.id)
         if not len(rows):
             return 0
-        vectors, changed = checked_vectors(self._config(collection), vectors)
+        vectors, changed = checked_vectors(self.stored_config(collection), vectors)
         if changed is not None:
             self.set_config(collection, changed)
         ids = [int(r) for r in rows]
@@ -284,13 +253,13 @@ class PostgresWrite(Write):
         return alive
 
     def reset_vectors(self, collection: CollectionInfo, config: dict[str, Any]) -> None:
-        old = self._config(collection)
+        old = self.stored_config(collection)
         embedding = dict(config.get("embedding") or {})
         embedding["epoch"] = epoch_of(old) + 1
         dimension = dimension_of(old)
         if dimension:
             self.conn.execute(f'DROP INDEX IF EXISTS "{index_name(collection.id, dimension)}"')
-            self.store.indexer.forget(collection.id)
+            self.indexer.forget(collection.id)
         self.conn.execute(
             "UPDATE chunks SET embedding = NULL WHERE collection_id = %s AND embedding IS NOT NULL",
             (collection.id,),

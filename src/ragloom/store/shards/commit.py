@@ -19,7 +19,7 @@ import contextlib
 import logging
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,15 +27,11 @@ import psycopg
 from psycopg import sql
 
 from ragloom.store.postgres.schema import LOCK_CLASS
+from ragloom.store.sql import one
 
 COMMIT_LOCK_CLASS = LOCK_CLASS + 1
 MARKER_DAYS = 1  # markers older than this are pruned by later multi-shard writes
 log = logging.getLogger("ragloom.store")
-
-# A test's fault point (None otherwise): called as fault_point(step, shard, gid) right after a
-# participant's PREPARE ("prepared") and right after its COMMIT PREPARED ("committed"), so a
-# test can kill a server or the writer exactly between the two phases.
-fault_point: Callable[[str, int, str], None] | None = None
 
 
 def lock_key(schema: str) -> sql.Composable:
@@ -84,9 +80,9 @@ def shared_unlock(conn: psycopg.Connection, schema: str) -> None:
 
 def exclusive_lock(conn: psycopg.Connection, schema: str, wait: bool = True) -> bool:
     function = "pg_advisory_lock" if wait else "pg_try_advisory_lock"
-    row = conn.execute(
-        sql.SQL("SELECT {}({})").format(sql.Identifier(function), lock_key(schema))
-    ).fetchone()
+    row = one(
+        conn.execute(sql.SQL("SELECT {}({})").format(sql.Identifier(function), lock_key(schema)))
+    )
     return row[0] is not False
 
 
@@ -111,6 +107,16 @@ class CommitFailed(Exception):
     def __init__(self, shard: int, cause: BaseException) -> None:
         super().__init__(str(cause))
         self.shard, self.cause = shard, cause
+
+
+def prepare(part: Participant, gid: str) -> None:
+    """The first phase on one participant: its transaction prepared as `gid`."""
+    part.conn.execute(sql.SQL("PREPARE TRANSACTION {}").format(sql.Literal(gid)))
+
+
+def commit_prepared(part: Participant, gid: str) -> None:
+    """The second phase on one participant, through its control connection."""
+    part.control().execute(sql.SQL("COMMIT PREPARED {}").format(sql.Literal(gid)))
 
 
 def commit_all(schema: str, parts: Sequence[Participant], before_prepare: Any) -> list[int]:
@@ -138,10 +144,8 @@ def commit_all(schema: str, parts: Sequence[Participant], before_prepare: Any) -
                 raise CommitFailed(part.shard, exc) from exc
         for part in parts:
             try:
-                part.conn.execute(sql.SQL("PREPARE TRANSACTION {}").format(sql.Literal(gid)))
+                prepare(part, gid)
                 prepared.append(part)
-                if fault_point is not None:
-                    fault_point("prepared", part.shard, gid)
             except BaseException as exc:
                 raise CommitFailed(part.shard, exc) from exc
     except CommitFailed:
@@ -157,12 +161,9 @@ def commit_all(schema: str, parts: Sequence[Participant], before_prepare: Any) -
     unfinished: list[int] = []
     for part in parts:  # decided: every participant prepared
         try:
-            part.control().execute(sql.SQL("COMMIT PREPARED {}").format(sql.Literal(gid)))
+            commit_prepared(part, gid)
         except psycopg.Error:
             unfinished.append(part.shard)
-            continue
-        if fault_point is not None:
-            fault_point("committed", part.shard, gid)
     for control in locked:
         exclusive_unlock(control, schema)
     return unfinished

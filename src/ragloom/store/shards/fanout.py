@@ -6,11 +6,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor, wait
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
+
+import psycopg
 
 from ragloom.errors import ShardUnavailable
+from ragloom.store.postgres.store import PostgresStore
 from ragloom.store.records import CollectionInfo, NewDocument
 from ragloom.store.shards.placement import global_row, shard_of
+from ragloom.store.shards.url import ShardSet
 
 T = TypeVar("T")
 _POOL = ThreadPoolExecutor(max_workers=16, thread_name_prefix="ragloom-shards")
@@ -31,14 +35,35 @@ def fan_out(work: Callable[[int, Any], T], items: dict[int, Any]) -> dict[int, T
     return out
 
 
-def _local(snap_store: Any, collection: CollectionInfo) -> CollectionInfo | None:
-    return snap_store.collections().get(collection.name)
+class Shards(Protocol):
+    """What the parts of a shard set read of the store that holds them (`ShardedStore`):
+    where it is, its shards (each an ordinary PostgreSQL store, `ShardUnavailable` when
+    down), the shard count documents were placed by, and the one a move is leaving."""
+
+    location: str
+    schema: str
+    hint: str
+    set: ShardSet
+    moving_from: int | None
+
+    @property
+    def count(self) -> int: ...
+
+    def shard(self, i: int) -> PostgresStore: ...
+
+    def down(self, i: int, why: str) -> None: ...
+
+    def control(self, i: int) -> psycopg.Connection: ...
+
+
+def _local(shard: PostgresStore, collection: CollectionInfo) -> CollectionInfo | None:
+    return shard.collections().get(collection.name)
 
 
 Rows = list[tuple[int, str | None, str]]
 
 
-def pending(store: Any, collection: CollectionInfo, limit: int) -> Rows:
+def pending(store: Shards, collection: CollectionInfo, limit: int) -> Rows:
     """Up to `limit` chunks waiting for a vector, from the reachable shards in turn."""
     out: list[tuple[int, str | None, str]] = []
     for i in range(store.count):
@@ -55,7 +80,7 @@ def pending(store: Any, collection: CollectionInfo, limit: int) -> Rows:
     return out
 
 
-def chunk_texts(store: Any, collection: CollectionInfo) -> list[tuple[int, str | None, str]]:
+def chunk_texts(store: Shards, collection: CollectionInfo) -> list[tuple[int, str | None, str]]:
     """Every chunk of the collection on every shard (all shards must be up)."""
     out: list[tuple[int, str | None, str]] = []
     for i in range(store.count):
@@ -67,7 +92,7 @@ def chunk_texts(store: Any, collection: CollectionInfo) -> list[tuple[int, str |
     return out
 
 
-def export(store: Any, collection: str, batch: int = 200) -> Iterator[list[NewDocument]]:
+def export(store: Shards, collection: str, batch: int = 200) -> Iterator[list[NewDocument]]:
     """Every document of the collection, shard after shard (each shard read from one
     snapshot of its own; all shards must be up)."""
     for i in range(store.count):
@@ -76,7 +101,7 @@ def export(store: Any, collection: str, batch: int = 200) -> Iterator[list[NewDo
             yield from shard.export(collection, batch)
 
 
-def check(store: Any) -> list[str]:
+def check(store: Shards) -> list[str]:
     """Each shard's own check, and that every document sits on the shard its id places it
     on (a document elsewhere would be found twice or not replaced)."""
     problems: list[str] = []
@@ -96,7 +121,7 @@ def check(store: Any) -> list[str]:
                 )
                 if shard_of(doc_id, store.count) != i
             ]
-        moving = getattr(store, "moving_from", None)
+        moving = store.moving_from
         if moving:
             misplaced = [(n, d) for n, d in misplaced if shard_of(d, moving) != i]
         if misplaced:
@@ -108,7 +133,7 @@ def check(store: Any) -> list[str]:
     return problems
 
 
-def shard_status(store: Any) -> list[dict[str, Any]]:
+def shard_status(store: Shards) -> list[dict[str, Any]]:
     """Each shard: whether it answers, its documents and chunks, its replicas."""
     out: list[dict[str, Any]] = []
     for i in range(store.count):

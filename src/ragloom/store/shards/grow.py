@@ -16,13 +16,15 @@ new shard move there in small atomic writes while searches and writes go on.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
 
 from ragloom.store.postgres.export import export_rows
+from ragloom.store.records import CollectionInfo
 from ragloom.store.shards.placement import shard_of
-from ragloom.store.shards.url import shard_set_url
+from ragloom.store.shards.store import ShardedStore
+from ragloom.store.shards.url import parse_shard_set, shard_set_url
+from ragloom.store.shards.write import ShardedWrite
 
 MOVE_BATCH = 200
 
@@ -35,12 +37,10 @@ class GrowReport:
 
 def grown_url(set_url: str, shard_url: str) -> str:
     """The URL of the set with `shard_url` (a `postgresql://` URL) added at the end."""
-    from ragloom.store.shards.url import parse_shard_set
-
     return shard_set_url([*parse_shard_set(set_url).shards, shard_url])
 
 
-def set_meta(write: Any, values: dict[str, int | None]) -> None:
+def set_meta(write: ShardedWrite, values: dict[str, int | None]) -> None:
     """Record (or with None, remove) `meta` keys on every shard, in one write."""
     for i in write.every():
         conn = write.part(i).conn
@@ -57,8 +57,6 @@ def add_shard(
     on_batch: Callable[[str, int], None] | None = None,
 ) -> GrowReport:
     """Grow the set at `set_url` by the shard at `shard_url`, moving its documents online."""
-    from ragloom.store.shards.store import ShardedStore
-
     url = grown_url(set_url, shard_url)
     store = ShardedStore(url, create=True)
     try:
@@ -87,7 +85,7 @@ def add_shard(
         store.close()
 
 
-def _leaving(store: Any, i: int, name: str, count: int, batch: int):
+def _leaving(store: ShardedStore, i: int, name: str, count: int, batch: int) -> Iterator[list[str]]:
     """Batches of the ids on shard `i` whose home in a set of `count` is another shard."""
     shard = store.shard(i)
     with shard.snapshot() as snap:
@@ -105,7 +103,7 @@ def _leaving(store: Any, i: int, name: str, count: int, batch: int):
         yield ids[start : start + batch]
 
 
-def _move(store: Any, old: int, new: int, info: Any, ids: list[str]) -> int:
+def _move(store: ShardedStore, old: int, new: int, info: CollectionInfo, ids: list[str]) -> int:
     """One atomic move of the documents of `ids` still on shard `old` to shard `new`."""
     moved = 0
     with store.write() as write:

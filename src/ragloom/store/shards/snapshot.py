@@ -3,7 +3,7 @@
 BM25 uses the statistics of the whole set: live chunks, total length and each query term's
 document frequency are summed over the shards, the idf and average length computed from the
 sums exactly as one server computes them from its own, and each shard scores its chunks with
-those numbers (`ragloom.store.postgres.legs.scored`). A chunk's score needs only its own
+those numbers (`ragloom.store.postgres.leg_sql.scored`). A chunk's score needs only its own
 postings and these numbers, so it is the same float one server would give it; the set's top
 k is the merge of each shard's top k. Dense search runs on each shard's own HNSW index, the
 candidates merged by score. Filters go to every shard as SQL. Shards run in parallel.
@@ -22,11 +22,12 @@ from ragloom.config import CollectionConfig
 from ragloom.errors import NotFound
 from ragloom.filters import FilterNode
 from ragloom.lexical.bm25 import BM25Params, bm25_idf
-from ragloom.store.base import CollectionReader, Snapshot
-from ragloom.store.postgres import legs
-from ragloom.store.postgres.snapshot import with_chunks
+from ragloom.store.base import CollectionReader, DenseQuery, LexicalQuery, Ranked, Snapshot
+from ragloom.store.postgres import leg_sql
+from ragloom.store.postgres.snapshot import PostgresSnapshot, with_chunks
 from ragloom.store.records import CollectionInfo, StoredChunk, StoredDocument
 from ragloom.store.shards.cut import HeldLocks
+from ragloom.store.shards.fanout import Shards
 from ragloom.store.shards.placement import (
     by_shard,
     global_row,
@@ -57,26 +58,8 @@ class ShardedCollection(CollectionReader):
         return list(self.snapshot.missing.values())
 
     # -- legs -------------------------------------------------------------------------
-    def lexical(
-        self,
-        terms: Sequence[str],
-        k: int,
-        params: BM25Params,
-        where: FilterNode | None = None,
-        where_key: str | None = None,
-    ) -> tuple[np.ndarray, np.ndarray]:
-        return self._lexical(terms, None, k, params, where)
-
-    def lexical_weighted(
-        self,
-        terms: Sequence[str],
-        weights: Sequence[float],
-        k: int,
-        params: BM25Params,
-        where: FilterNode | None = None,
-        where_key: str | None = None,
-    ) -> tuple[np.ndarray, np.ndarray]:
-        return self._lexical(terms, weights, k, params, where)
+    def lexical(self, query: LexicalQuery, k: int) -> Ranked:
+        return self._lexical(query.terms, query.weights, k, query.params, query.where)
 
     def _lexical(
         self,
@@ -89,7 +72,7 @@ class ShardedCollection(CollectionReader):
         empty = (np.zeros(0, np.int64), np.zeros(0, np.float64))
         if k <= 0 or not terms or not self.chunks:
             return empty
-        counts = legs.query_counts(terms, term_weights)
+        counts = leg_sql.query_counts(terms, term_weights)
         frequencies = self.frequencies(list(counts))
         if not frequencies:
             return empty
@@ -100,10 +83,10 @@ class ShardedCollection(CollectionReader):
         def score(i: int, reader: Any) -> tuple[np.ndarray, np.ndarray]:
             if not reader.row.chunks:
                 return empty
+            query = leg_sql.scored_query(reader, names, weights, avgdl, k, params, where)
             if k > WITH_CHUNKS:
-                rows, scores = legs.scored(reader, names, weights, avgdl, k, params, where)
+                rows, scores = leg_sql.scored(reader, query)
                 return global_rows(rows, i), scores
-            query = legs.scored_query(reader, names, weights, avgdl, k, params, where)
             return self.snapshot.keep(i, with_chunks(reader.conn, *query))
 
         return merge_top(list(self.snapshot.each(score, self.readers).values()), k)
@@ -115,7 +98,7 @@ class ShardedCollection(CollectionReader):
         asked = [t for t in dict.fromkeys(terms) if t not in known]
         if asked:
             found = dict.fromkeys(asked, 0)
-            work = self.snapshot.each(lambda i, r: legs.term_frequencies(r, asked), self.readers)
+            work = self.snapshot.each(lambda i, r: leg_sql.term_frequencies(r, asked), self.readers)
             for part in work.values():
                 for term, df in part.items():
                     found[term] += df
@@ -125,15 +108,9 @@ class ShardedCollection(CollectionReader):
     def document_frequencies(self, terms: Sequence[str]) -> tuple[dict[str, int], int]:
         return self.frequencies(list(set(terms))), self.chunks
 
-    def dense(
-        self,
-        vector: np.ndarray,
-        k: int,
-        where: FilterNode | None = None,
-        where_key: str | None = None,
-    ) -> tuple[np.ndarray, np.ndarray]:
+    def dense(self, query: DenseQuery, k: int) -> Ranked:
         def search(i: int, reader: Any) -> tuple[np.ndarray, np.ndarray]:
-            rows, scores = legs.dense(reader, vector, k, where)
+            rows, scores = leg_sql.dense(reader, query.vector, k, query.where)
             return global_rows(rows, i), scores
 
         rows, scores = merge_top(list(self.snapshot.each(search, self.readers).values()), k)
@@ -200,7 +177,7 @@ class ShardedSnapshot(Snapshot):
 
     def __init__(
         self,
-        store: Any,
+        store: Shards,
         parts: dict[int, Any],
         missing: dict[int, str],
         locks: dict[int, psycopg.Connection] | None = None,
@@ -261,11 +238,7 @@ class ShardedSnapshot(Snapshot):
         return reader
 
     def content_hashes(self, collection: str, doc_ids: Sequence[str]) -> dict[str, str]:
-        self.release_all()
-        out: dict[str, str] = {}
-        for i, ids in self._groups(doc_ids).items():
-            out.update(self.parts[i].content_hashes(collection, ids))
-        return out
+        return self._at_homes(lambda part, ids: part.content_hashes(collection, ids), doc_ids)
 
     def file_ids_by_source(self, collection: str, sources: Sequence[str]) -> dict[str, list[str]]:
         self.release_all()
@@ -276,11 +249,7 @@ class ShardedSnapshot(Snapshot):
         return out
 
     def sources_of(self, collection: str, doc_ids: Sequence[str]) -> dict[str, str | None]:
-        self.release_all()
-        out: dict[str, str | None] = {}
-        for i, ids in self._groups(doc_ids).items():
-            out.update(self.parts[i].sources_of(collection, ids))
-        return out
+        return self._at_homes(lambda part, ids: part.sources_of(collection, ids), doc_ids)
 
     def document_vectors(
         self, collection: CollectionInfo, doc_ids: Sequence[str], wanted: set[bytes]
@@ -304,10 +273,16 @@ class ShardedSnapshot(Snapshot):
         return out
 
     def chunk_counts(self, collection: str, doc_ids: Sequence[str]) -> dict[str, int]:
+        return self._at_homes(lambda part, ids: part.chunk_counts(collection, ids), doc_ids)
+
+    def _at_homes(
+        self, lookup: Callable[[PostgresSnapshot, list[str]], dict[str, T]], doc_ids: Sequence[str]
+    ) -> dict[str, T]:
+        """`lookup(shard's snapshot, ids)` of each shard the documents live on, put together."""
         self.release_all()
-        out: dict[str, int] = {}
+        out: dict[str, T] = {}
         for i, ids in self._groups(doc_ids).items():
-            out.update(self.parts[i].chunk_counts(collection, ids))
+            out.update(lookup(self.parts[i], ids))
         return out
 
     def keep(self, i: int, found: list[tuple[int, float, StoredChunk]]) -> tuple:

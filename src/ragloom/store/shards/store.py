@@ -23,11 +23,11 @@ from typing import Any
 import psycopg
 
 from ragloom.errors import InputError, ReadInterrupted, ShardUnavailable, StoreError
-from ragloom.store.base import Store
+from ragloom.store.base import Store, ThreadSnapshots
 from ragloom.store.postgres import PostgresStore
 from ragloom.store.postgres.errors import from_psycopg
-from ragloom.store.records import CollectionInfo
-from ragloom.store.shards import commit
+from ragloom.store.records import CollectionInfo, NewDocument
+from ragloom.store.shards import commit, fanout
 from ragloom.store.shards.fanout import fan_out
 from ragloom.store.shards.snapshot import ShardedSnapshot
 from ragloom.store.shards.url import ShardSet, parse_shard_set
@@ -37,7 +37,7 @@ RETRY_AFTER = 1.0  # seconds a shard found down is skipped before it is tried ag
 BEGIN_ATTEMPTS = 3  # snapshots opened again after resolving orphaned prepared transactions
 
 
-class ShardedStore(Store):
+class ShardedStore(ThreadSnapshots[ShardedSnapshot], Store):
     """A ragloom index spread over the shards of a `postgresql+shards://` URL."""
 
     def __init__(self, url: str, create: bool = True, read_only: bool = False) -> None:
@@ -153,30 +153,21 @@ class ShardedStore(Store):
                     conn.close()
 
     # -- reading ----------------------------------------------------------------------
-    @contextlib.contextmanager
-    def snapshot(self) -> Iterator[ShardedSnapshot]:
-        """One snapshot per reachable shard, taken under the commit locks (a clean cut)."""
-        current = getattr(self._local, "snapshot", None)
-        if current is not None:
-            yield current
-            return
-        snap = self._begin()
-        self._local.snapshot = snap
-        try:
-            yield snap
-        except psycopg.Error as exc:
-            for i, part in snap.parts.items():
-                if part.conn.broken or part.conn.closed:
-                    self.down(i, "its connection broke during a search")
-                    self.shard(i).discard(part.conn)
-            if isinstance(exc, psycopg.OperationalError):
-                raise ReadInterrupted(
-                    f"{self.location}: a shard went away during a search", "retry"
-                ) from None
-            raise from_psycopg(exc, self.location) from None
-        finally:
-            self._local.snapshot = None
-            snap.finish()
+    # One snapshot per reachable shard, taken under the commit locks (a clean cut):
+    # `ThreadSnapshots.snapshot`, nested ones sharing it.
+    def _read_failure(self, snap: ShardedSnapshot, exc: Exception) -> Exception | None:
+        if not isinstance(exc, psycopg.Error):
+            return None
+        for i, part in snap.parts.items():
+            if part.conn.broken or part.conn.closed:
+                self.down(i, "its connection broke during a search")
+                self.shard(i).discard(part.conn)
+        if isinstance(exc, psycopg.OperationalError):
+            return ReadInterrupted(f"{self.location}: a shard went away during a search", "retry")
+        return from_psycopg(exc, self.location)
+
+    def _end(self, snap: ShardedSnapshot) -> None:
+        snap.finish()
 
     def _begin(self) -> ShardedSnapshot:
         for attempt in range(BEGIN_ATTEMPTS):
@@ -238,7 +229,7 @@ class ShardedStore(Store):
             try:
                 conn = shard.search_connection()
                 part = shard.open_snapshot(conn, lead)
-                taken, orphaned = part.led
+                taken, orphaned = part.led or (None, None)
                 return part, conn, bool(taken), bool(orphaned)
             except (psycopg.Error, StoreError) as exc:
                 if conn is not None:
@@ -270,30 +261,20 @@ class ShardedStore(Store):
 
     # -- the rest of the seam ---------------------------------------------------------
     def pending(self, collection: CollectionInfo, limit: int) -> list[tuple[int, str | None, str]]:
-        from ragloom.store.shards.fanout import pending
-
-        return pending(self, collection, limit)
+        return fanout.pending(self, collection, limit)
 
     def chunk_texts(self, collection: CollectionInfo) -> list[tuple[int, str | None, str]]:
-        from ragloom.store.shards.fanout import chunk_texts
+        return fanout.chunk_texts(self, collection)
 
-        return chunk_texts(self, collection)
-
-    def export(self, collection: str, batch: int = 200):
-        from ragloom.store.shards.fanout import export
-
-        return export(self, collection, batch)
+    def export(self, collection: str, batch: int = 200) -> Iterator[list[NewDocument]]:
+        return fanout.export(self, collection, batch)
 
     def check(self) -> list[str]:
-        from ragloom.store.shards.fanout import check
-
-        return check(self)
+        return fanout.check(self)
 
     def shard_status(self) -> list[dict[str, Any]]:
         """Each shard: reachable or not, its documents and chunks, its replicas."""
-        from ragloom.store.shards.fanout import shard_status
-
-        return shard_status(self)
+        return fanout.shard_status(self)
 
     def maintain(self, wait: bool = True, on_step: Any = None) -> int:
         return sum(self.shard(i).maintain(wait, on_step) for i in range(self.count))

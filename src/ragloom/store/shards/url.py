@@ -9,7 +9,7 @@ the shards' numbering: documents are placed by it, and a set grows by adding at 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from ragloom.errors import InputError
@@ -48,7 +48,7 @@ def parse_shard_set(url: str) -> ShardSet:
     return ShardSet(shards, shard_set_url(hide_password(s) for s in shards))
 
 
-def shard_set_url(shards: Sequence[str] | object) -> str:
+def shard_set_url(shards: Iterable[str]) -> str:
     """The URL naming these shard URLs (each `postgresql://...`) as one set."""
-    bodies = [str(s).split("://", 1)[1] for s in shards]  # type: ignore[attr-defined]
+    bodies = [str(s).split("://", 1)[1] for s in shards]
     return "postgresql+shards://" + ";".join(bodies)

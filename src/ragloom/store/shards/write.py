@@ -20,11 +20,19 @@ from ragloom.errors import ShardUnavailable, StoreError
 from ragloom.store.base import Write
 from ragloom.store.postgres import replicas
 from ragloom.store.postgres.errors import from_psycopg
+from ragloom.store.postgres.store import PostgresStore
 from ragloom.store.postgres.write import PostgresWrite
-from ragloom.store.records import ChunkTerms, CollectionInfo, NewDocument, WriteOutcome
+from ragloom.store.records import (
+    ChunkTerms,
+    CollectionInfo,
+    NewDocument,
+    NewDocuments,
+    WriteOutcome,
+)
 from ragloom.store.shards import commit
-from ragloom.store.shards.fanout import fan_out
+from ragloom.store.shards.fanout import Shards, fan_out
 from ragloom.store.shards.placement import global_row, rows_by_shard, shard_of
+from ragloom.store.sql import one
 
 LOCK_TIMEOUT = "30s"  # a writer waiting this long for a shard's write lock gives up
 LOCK_SECONDS = 30.0  # the same inside this process
@@ -43,7 +51,7 @@ def moving_from(layout: dict[str, int], count: int) -> int | None:
 @dataclass
 class Part:
     shard: int
-    store: Any  # PostgresStore
+    store: PostgresStore
     conn: psycopg.Connection
     write: PostgresWrite
 
@@ -51,7 +59,7 @@ class Part:
 class ShardedWrite(Write):
     """Operations inside one open write across shards."""
 
-    def __init__(self, store: Any) -> None:
+    def __init__(self, store: Shards) -> None:
         self.store = store
         self.parts: dict[int, Part] = {}
         self._held: list[Any] = []  # shard write locks held by this write
@@ -74,18 +82,20 @@ class ShardedWrite(Write):
             conn = shard.writer()
             conn.execute(f"SET LOCAL lock_timeout = '{LOCK_TIMEOUT}'")
             generation = int(
-                conn.execute(
-                    "UPDATE meta SET value = value + 1 WHERE key = 'generation' RETURNING value"
-                ).fetchone()[0]
+                one(
+                    conn.execute(
+                        "UPDATE meta SET value = value + 1 WHERE key = 'generation' RETURNING value"
+                    )
+                )[0]
             )
-            layout = dict(conn.execute(LAYOUT).fetchall())
+            layout: dict[str, Any] = dict(conn.execute(LAYOUT).fetchall())
         except (psycopg.Error, StoreError) as exc:
             if conn is not None:
                 shard._rollback(conn)
             raise self._failed(i, exc) from None
         if layout:  # a shard the set is growing by holds no layout yet
             self.moving = self.store.moving_from = moving_from(layout, self.store.count)
-        part = self.parts[i] = Part(i, shard, conn, PostgresWrite(shard, conn, generation))
+        part = self.parts[i] = Part(i, shard, conn, PostgresWrite(shard.indexer, conn, generation))
         return part
 
     def _failed(self, i: int, exc: BaseException) -> StoreError:
@@ -151,10 +161,7 @@ class ShardedWrite(Write):
 
     # -- documents --------------------------------------------------------------------
     def put(
-        self,
-        collection: CollectionInfo,
-        documents: Sequence[NewDocument],
-        terms: ChunkTerms | None = None,
+        self, collection: CollectionInfo, documents: NewDocuments, terms: ChunkTerms | None = None
     ) -> WriteOutcome:
         outcome = WriteOutcome()
         if not documents:

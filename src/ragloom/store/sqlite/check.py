@@ -15,27 +15,27 @@ import numpy as np
 
 from ragloom.segments.postings import Postings
 from ragloom.segments.view import CollectionView
-from ragloom.store.text import stitch
+from ragloom.store.document_text import stitch
+from ragloom.store.sqlite.snapshot import SQLiteSnapshot
 
 
-def check_store(store: Any) -> list[str]:
-    """Problems found (empty: healthy)."""
+def check_snapshot(snap: SQLiteSnapshot) -> list[str]:
+    """Problems found in the version `snap` reads (empty: healthy)."""
     problems: list[str] = []
-    with store.snapshot() as snap:
-        conn: sqlite3.Connection = snap.conn
-        for (message,) in conn.execute("PRAGMA quick_check"):
-            if message != "ok":
-                problems.append(f"sqlite: {message}")
-        for table, rowid, parent, _ in conn.execute("PRAGMA foreign_key_check"):
-            problems.append(f"sqlite: row {rowid} of {table} points at a missing {parent} row")
-        problems += _orphans(conn)
-        for name in sorted(snap.rows):
-            try:
-                view = snap.collection(name).view
-            except Exception as exc:  # a missing or damaged segment file
-                problems.append(f"collection {name!r}: cannot load its segments ({exc})")
-                continue
-            problems += [f"collection {name!r}: {p}" for p in _collection(conn, view)]
+    conn: sqlite3.Connection = snap.conn
+    for (message,) in conn.execute("PRAGMA quick_check"):
+        if message != "ok":
+            problems.append(f"sqlite: {message}")
+    for table, rowid, parent, _ in conn.execute("PRAGMA foreign_key_check"):
+        problems.append(f"sqlite: row {rowid} of {table} points at a missing {parent} row")
+    problems += _orphans(conn)
+    for name in sorted(snap.rows):
+        try:
+            view = snap.collection(name).view
+        except Exception as exc:  # a missing or damaged segment file
+            problems.append(f"collection {name!r}: cannot load its segments ({exc})")
+            continue
+        problems += [f"collection {name!r}: {p}" for p in _collection(conn, view)]
     return problems
 
 

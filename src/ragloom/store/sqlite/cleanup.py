@@ -7,15 +7,15 @@ from __future__ import annotations
 import contextlib
 import time
 from pathlib import Path
-from typing import Any
 
 from ragloom.errors import StoreError
+from ragloom.store.sqlite.database import SQLiteDatabase
 
 RETIRED_GRACE = 60.0  # seconds a merged-away file stays for readers of older versions
 ORPHAN_AGE = 600.0  # files not in the manifest are removed once this old
 
 
-def clean_files(store: Any) -> None:
+def clean_files(store: SQLiteDatabase) -> None:
     """Delete files merged away long enough ago, and files no manifest lists."""
     folder: Path = store.files.folder
     if not folder.is_dir():

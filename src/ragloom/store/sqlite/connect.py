@@ -18,7 +18,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from ragloom.errors import StorageError, StoreError
-from ragloom.store.sqlite.errors import CHECK_HINT, from_sqlite
+from ragloom.store.sqlite.errors import CHECK_HINT, SQLITE_NOTADB, from_sqlite
 from ragloom.store.sqlite.schema import APPLICATION_ID, SCHEMA, SCHEMA_VERSION
 
 BUSY_MS = 30_000
@@ -99,7 +99,7 @@ def _inspect(conn: sqlite3.Connection, path: Path) -> int:
         tables = conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
     except sqlite3.DatabaseError as exc:
         code = getattr(exc, "sqlite_errorcode", 0) & 0xFF
-        if code == sqlite3.SQLITE_NOTADB:
+        if code == SQLITE_NOTADB:
             raise StoreError(
                 f"{path} is not a ragloom index (not a SQLite file)",
                 "point --index at a ragloom index file or a new path",

@@ -19,22 +19,27 @@ CHECK_HINT = (
 )
 
 
+# SQLite's primary result codes (its C API's, stable; Python names them only from 3.11).
+SQLITE_BUSY, SQLITE_LOCKED, SQLITE_READONLY, SQLITE_IOERR = 5, 6, 8, 10
+SQLITE_CORRUPT, SQLITE_FULL, SQLITE_CANTOPEN, SQLITE_NOTADB = 11, 13, 14, 26
+
+
 def from_sqlite(exc: sqlite3.Error, where: str) -> StoreError:
     """The typed error for a failed SQLite call on `where` (an index path)."""
     code = getattr(exc, "sqlite_errorcode", None)
     primary = code & 0xFF if isinstance(code, int) else None
     text = str(exc)
     lowered = text.lower()
-    if primary == sqlite3.SQLITE_FULL or "disk is full" in lowered:
+    if primary == SQLITE_FULL or "disk is full" in lowered:
         return StorageFull(f"the disk holding {where} is full ({text})", FREE_HINT)
-    if primary == sqlite3.SQLITE_READONLY or "readonly" in lowered or "read-only" in lowered:
+    if primary == SQLITE_READONLY or "readonly" in lowered or "read-only" in lowered:
         return StorageError(
             f"{where} cannot be written: it is read-only ({text})",
             "open it for search only, or fix the file's and folder's permissions",
         )
-    if primary in (sqlite3.SQLITE_IOERR, sqlite3.SQLITE_CANTOPEN) or "i/o error" in lowered:
+    if primary in (SQLITE_IOERR, SQLITE_CANTOPEN) or "i/o error" in lowered:
         return StorageError(f"the operating system failed to read or write {where} ({text})")
-    if primary in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB) or "malformed" in lowered:
+    if primary in (SQLITE_CORRUPT, SQLITE_NOTADB) or "malformed" in lowered:
         return StoreError(f"{where} is damaged ({text})", CHECK_HINT)
     if lowered.startswith(("no such table:", "no such column:")):  # dropped by someone else
         kind = "table" if lowered.startswith("no such table") else "column"
@@ -42,7 +47,7 @@ def from_sqlite(exc: sqlite3.Error, where: str) -> StoreError:
         return StoreError(
             f"{where} is a damaged ragloom index: its {kind} {missing!r} is missing", CHECK_HINT
         )
-    if primary in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED) or "locked" in lowered:
+    if primary in (SQLITE_BUSY, SQLITE_LOCKED) or "locked" in lowered:
         return StoreError(
             f"{where} is busy: another writer held it too long ({text})",
             "retry; a long indexing job in another process holds the write lock",

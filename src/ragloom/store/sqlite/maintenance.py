@@ -23,8 +23,7 @@ import os
 import threading
 import time
 import uuid
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Iterator
 
 from ragloom.dense import graph as ann
 from ragloom.dense.graph import attach_graph
@@ -43,8 +42,10 @@ from ragloom.segments.schedule import (
 )
 from ragloom.segments.view import CollectionView
 from ragloom.store.sqlite.cleanup import clean_files
+from ragloom.store.sqlite.database import SQLiteDatabase
 from ragloom.store.sqlite.errors import from_os
-from ragloom.store.sqlite.views import read_collections
+from ragloom.store.sqlite.view_history import read_collections
+from ragloom.store.sqlite.write import SQLiteWrite
 
 log = logging.getLogger("ragloom.store")
 
@@ -57,7 +58,9 @@ RESUME_AFTER = float(os.environ.get("RAGLOOM_RESUME_AFTER", "2"))  # open -> pen
 class Maintenance:
     """A daemon thread doing flushes and merges after writes; `run_now` does them inline."""
 
-    def __init__(self, store: Any, flush_rows: int | None = None, factor: int | None = None):
+    def __init__(
+        self, store: SQLiteDatabase, flush_rows: int | None = None, factor: int | None = None
+    ) -> None:
         self.store = store
         self.flush_rows = flush_rows or FLUSH_ROWS
         self.factor = factor or MERGE_FACTOR
@@ -88,7 +91,7 @@ class Maintenance:
         self._wake.set()
 
     @contextlib.contextmanager
-    def writing(self):
+    def writing(self) -> Iterator[None]:
         """Around a bulk write (all of an `Index.add`): idle-time work (folding, consolidation,
         graphs) waits until it ends, however long its batches take to chunk and embed."""
         with self._lock_writers:
@@ -131,6 +134,12 @@ class Maintenance:
 
     def stopping(self) -> bool:  # (a step polls it to give up midway)
         return self._stop.is_set()
+
+    @contextlib.contextmanager
+    def paused(self) -> Iterator[None]:
+        """No flush or merge runs while the block does (a repair rebuilds the files)."""
+        with self._lock:
+            yield
 
     def _loop(self) -> None:
         waiting = self._first_wait is not None  # work that runs once writes pause is not done
@@ -263,8 +272,9 @@ class Maintenance:
         if self.idle_for() < SETTLE_AFTER:
             self._defer(SETTLE_AFTER)
             return False
+        folded = settled(view)  # (two in-memory segments or more: never None here)
         self.last_step = "in-memory segments folded together"
-        return self.store.replace_view(view, settled(view))
+        return folded is not None and self.store.views.replace(view, folded)
 
     def _flush(self, view: CollectionView) -> bool:
         memory = view.parts[view.files :]
@@ -320,7 +330,7 @@ class Maintenance:
                     with contextlib.suppress(OSError):
                         store.files.path(name).unlink()
             new_part = carry_over(segment, current) if segment is not None else None
-            store.publish_view(replaced(current, view, i, j, new_part, upto, generation, flush))
+            store.views.remember(replaced(current, view, i, j, new_part, upto, generation, flush))
         store.files.forget(old_names)
         chunks = sum(p.segment.n for p in parts)
         self.last_step = (
@@ -330,7 +340,17 @@ class Maintenance:
         )
         return True
 
-    def _commit(self, write, view, name, n, size, old_names, span, upto) -> CollectionView | None:
+    def _commit(
+        self,
+        write: SQLiteWrite,
+        view: CollectionView,
+        name: str,
+        n: int,
+        size: int,
+        old_names: list[str],
+        span: tuple[int, int],
+        upto: int,
+    ) -> CollectionView | None:
         """The manifest change, if nobody changed these segments meanwhile; returns the
         collection's view just before this write (None: nothing done)."""
         store = self.store
@@ -346,8 +366,8 @@ class Maintenance:
         }
         if not set(old_names) <= live or row.flushed_upto != view.flushed_upto:
             return None
-        store.prepare_view(conn, row.id)
-        current = store.current_view(row.id)
+        store.views.prepare(conn, row.id)
+        current = store.views.current(row.id)
         if current is None:
             return None
         generation = write.generation

@@ -6,25 +6,21 @@ from __future__ import annotations
 
 import contextlib
 import time
-from typing import Any
 
 import numpy as np
 
 from ragloom.dense import graph as ann
 from ragloom.dense.graph import attach_graph
 from ragloom.segments.persist import load_segment
-from ragloom.store.sqlite.views import read_collections
+from ragloom.store.sqlite.database import SQLiteDatabase
+from ragloom.store.sqlite.maintenance import Maintenance
+from ragloom.store.sqlite.view_history import SQLiteCollectionRow, read_collections
 
 
-def repair_store(store: Any) -> list[str]:
+def repair_store(store: SQLiteDatabase, maintenance: Maintenance) -> list[str]:
     """Fix what can be fixed; returns what was done."""
     actions: list[str] = []
-    maintenance = store.maintenance
-    if maintenance is None:
-        from ragloom.errors import StorageError
-
-        raise StorageError(f"{store.path} is open for search only; it cannot be repaired")
-    with maintenance._lock:  # no flush or merge meanwhile
+    with maintenance.paused():
         with store.snapshot() as snap:
             rows = read_collections(snap.conn)
             manifest = snap.conn.execute(
@@ -47,7 +43,7 @@ def repair_store(store: Any) -> list[str]:
                     f"collection {row.name!r}: segment files {', '.join(broken[row.id])} were "
                     f"missing or damaged; rebuilt from its rows ({lost} chunk(s) wait for vectors)"
                 )
-                store.drop_views(row.id)
+                store.views.drop(row.id)
         folder = store.files.folder
         if folder.is_dir():
             for entry in sorted(folder.iterdir()):
@@ -55,12 +51,12 @@ def repair_store(store: Any) -> list[str]:
                     with contextlib.suppress(OSError):
                         entry.unlink()
                         actions.append(f"removed stray file {entry.name}")
-    store.maintain()
+    maintenance.run_now()
     actions += _graphs(store)
     return actions
 
 
-def _rebuild_collection(store: Any, row: Any, healthy: list[str]) -> int:
+def _rebuild_collection(store: SQLiteDatabase, row: SQLiteCollectionRow, healthy: list[str]) -> int:
     """Move every chunk back to the newest (in-memory) part: retire all segment files,
     keeping the vectors of the healthy ones as rows. Returns chunks left without a vector."""
     with store.write() as write:
@@ -76,17 +72,18 @@ def _rebuild_collection(store: Any, row: Any, healthy: list[str]) -> int:
         }
         for name in healthy:
             segment = load_segment(store.files.path(name), name)
-            if segment.vectors is None:
+            vectors, has_vector = segment.vectors, segment.has_vector
+            if vectors is None or has_vector is None:
                 continue
             entries = [
                 (
                     int(r),
                     row.id,
                     write.generation,
-                    np.asarray(segment.vectors[i], np.float32).tobytes(),
+                    np.asarray(vectors[i], np.float32).tobytes(),
                 )
                 for i, r in enumerate(segment.rows.tolist())
-                if r in alive and r not in kept and segment.has_vector[i]
+                if r in alive and r not in kept and has_vector[i]
             ]
             conn.executemany(
                 "INSERT OR REPLACE INTO vectors (chunk_id, collection_id, generation, vector)"
@@ -109,7 +106,7 @@ def _rebuild_collection(store: Any, row: Any, healthy: list[str]) -> int:
     return len(alive - kept) if embedded else 0
 
 
-def _graphs(store: Any) -> list[str]:
+def _graphs(store: SQLiteDatabase) -> list[str]:
     """Build graphs that large segments lack (missing, stale or damaged files)."""
     if not ann.available():
         return []

@@ -10,67 +10,51 @@ from typing import Any
 
 import numpy as np
 
-from ragloom.dense import views as dense_views
+from ragloom.dense import cosine_search
 from ragloom.errors import NotFound
 from ragloom.filters import FilterNode
-from ragloom.lexical import views as lexical_views
-from ragloom.lexical.bm25 import BM25Params
+from ragloom.lexical import bm25_search
 from ragloom.segments.view import CollectionView
-from ragloom.store.base import CollectionReader, Snapshot
+from ragloom.store.base import CollectionReader, DenseQuery, LexicalQuery, Ranked
+from ragloom.store.document_text import text_hash
 from ragloom.store.records import CollectionInfo, StoredChunk, StoredDocument
 from ragloom.store.rows import from_json
-from ragloom.store.sqlite.slices import rows_in
-from ragloom.store.sqlite.views import CollectionRow
-from ragloom.store.text import stitch, text_hash
+from ragloom.store.sql import SQLITE, SQLSnapshot
+from ragloom.store.sqlite.view_history import SQLiteCollectionRow, ViewHistory, vocabulary_size
+from ragloom.store.sqlite.vocabulary import TermCache
 
 
 class SQLiteCollection(CollectionReader):
     """One collection of a snapshot, searched through its view."""
 
-    def __init__(self, snapshot: SQLiteSnapshot, row: CollectionRow, view: CollectionView) -> None:
+    def __init__(
+        self, snapshot: SQLiteSnapshot, row: SQLiteCollectionRow, view: CollectionView
+    ) -> None:
         self.snapshot = snapshot
         self.row = row
         self.view = view
         self.info = CollectionInfo(row.id, row.name, row.config)
         self.config = view.config
 
-    def lexical(
-        self,
-        terms: Sequence[str],
-        k: int,
-        params: BM25Params,
-        where: FilterNode | None = None,
-        where_key: str | None = None,
-    ) -> tuple[np.ndarray, np.ndarray]:
-        ids = self.snapshot.term_ids(terms)
-        return lexical_views.search_view(self.view, ids, k, params, where, where_key)
-
-    def lexical_weighted(
-        self,
-        terms: Sequence[str],
-        weights: Sequence[float],
-        k: int,
-        params: BM25Params,
-        where: FilterNode | None = None,
-        where_key: str | None = None,
-    ) -> tuple[np.ndarray, np.ndarray]:
-        vocab = self.snapshot.term_id_map(terms)
-        known = [(vocab[t], w) for t, w in zip(terms, weights) if t in vocab]
-        ids, kept = [i for i, _ in known], [w for _, w in known]
-        return lexical_views.search_view_weighted(self.view, ids, kept, k, params, where, where_key)
+    def lexical(self, query: LexicalQuery, k: int) -> Ranked:
+        if query.weights is None:
+            ids = self.snapshot.term_ids(query.terms)
+            return bm25_search.search_view(
+                self.view, ids, k, query.params, query.where, query.where_key
+            )
+        vocab = self.snapshot.term_id_map(query.terms)
+        known = [(vocab[t], w) for t, w in zip(query.terms, query.weights) if t in vocab]
+        ids, weights = [i for i, _ in known], [w for _, w in known]
+        return bm25_search.search_view(
+            self.view, ids, k, query.params, query.where, query.where_key, weights
+        )
 
     def document_frequencies(self, terms: Sequence[str]) -> tuple[dict[str, int], int]:
         vocab = self.snapshot.term_id_map(terms)
         return {t: self.view.df(i) for t, i in vocab.items()}, self.view.n_live
 
-    def dense(
-        self,
-        vector: np.ndarray,
-        k: int,
-        where: FilterNode | None = None,
-        where_key: str | None = None,
-    ) -> tuple[np.ndarray, np.ndarray]:
-        return dense_views.search_view(self.view, vector, k, where, where_key)
+    def dense(self, query: DenseQuery, k: int) -> Ranked:
+        return cosine_search.search_view(self.view, query.vector, k, query.where, query.where_key)
 
     def eligible_count(self, where: FilterNode, where_key: str | None) -> int | None:
         # (each part's mask and count are remembered: the legs read the same ones after)
@@ -97,7 +81,7 @@ class SQLiteCollection(CollectionReader):
             "chunks": view.n_live,
             "vectors": view.n_vectors if view.dimension else 0,
             "pending": view.n_pending if view.dimension or self.info.config.get("embedding") else 0,
-            "terms": self.snapshot.store.vocabulary_size(view),
+            "terms": vocabulary_size(view),
             "avg_chunk_terms": round(view.avgdl, 2),
             "segments": {
                 "files": view.files,
@@ -125,16 +109,23 @@ class SQLiteCollection(CollectionReader):
         )
 
 
-class SQLiteSnapshot(Snapshot):
+class SQLiteSnapshot(SQLSnapshot[SQLiteCollectionRow]):
     """A read transaction on this thread's connection, at generation `generation`."""
 
+    dialect = SQLITE
+
     def __init__(
-        self, store: Any, conn: sqlite3.Connection, generation: int, rows: dict[str, CollectionRow]
+        self,
+        views: ViewHistory,
+        terms: TermCache,
+        location: str,
+        conn: sqlite3.Connection,
+        generation: int,
+        rows: dict[str, SQLiteCollectionRow],
     ) -> None:
-        self.store = store
-        self.conn = conn
-        self.generation = generation
-        self.rows = rows
+        super().__init__(location, conn, generation, rows)
+        self.views = views
+        self.terms = terms
         self._readers: dict[str, SQLiteCollection] = {}
         self._infos: dict[str, CollectionInfo] | None = None
 
@@ -149,65 +140,19 @@ class SQLiteSnapshot(Snapshot):
             return reader
         row = self.rows.get(name)
         if row is None:
-            raise NotFound(
-                f"no collection {name!r} in {self.store.location}",
-                f"known collections: {', '.join(sorted(self.rows)) or 'none yet'}",
-            )
-        view = self.store.view_at(self.conn, row, self.generation)
+            raise self.unknown(name)
+        view = self.views.at(self.conn, row, self.generation)
         reader = self._readers[name] = SQLiteCollection(self, row, view)
         return reader
 
     def term_id_map(self, terms: Sequence[str]) -> dict[str, int]:
         """term -> id for the terms the vocabulary knows."""
-        return self.store.terms.lookup_at(self.conn, set(terms), self.generation)
+        return self.terms.lookup_at(self.conn, set(terms), self.generation)
 
     def term_ids(self, terms: Sequence[str]) -> list[int]:
         """Ids of the terms the vocabulary knows, in order (unknown terms are left out)."""
-        vocab = self.store.terms.lookup_at(self.conn, set(terms), self.generation)
+        vocab = self.terms.lookup_at(self.conn, set(terms), self.generation)
         return [vocab[t] for t in terms if t in vocab]
-
-    def content_hashes(self, collection: str, doc_ids: Sequence[str]) -> dict[str, str]:
-        row = self.rows.get(collection)
-        if row is None or not doc_ids:
-            return {}
-        sql = (
-            "SELECT doc_id, content_hash FROM documents"
-            " WHERE collection_id = ? AND doc_id IN ({marks})"
-        )
-        return dict(rows_in(self.conn, sql, [row.id], list(doc_ids)))
-
-    def file_ids_by_source(self, collection: str, sources: Sequence[str]) -> dict[str, list[str]]:
-        row = self.rows.get(collection)
-        if row is None or not sources:
-            return {}
-        sql = (
-            "SELECT source, doc_id FROM documents WHERE collection_id = ?"
-            " AND source IN ({marks}) AND (json_extract(metadata, '$.path') = doc_id"
-            " OR json_extract(metadata, '$.path') || '#' || json_extract(metadata, '$.part')"
-            " = doc_id)"
-        )
-        found: dict[str, list[str]] = {}
-        for source, doc_id in rows_in(self.conn, sql, [row.id], list(sources)):
-            found.setdefault(source, []).append(doc_id)
-        return found
-
-    def sources_of(self, collection: str, doc_ids: Sequence[str]) -> dict[str, str | None]:
-        row = self.rows.get(collection)
-        if row is None or not doc_ids:
-            return {}
-        sql = "SELECT doc_id, source FROM documents WHERE collection_id = ? AND doc_id IN ({marks})"
-        return dict(rows_in(self.conn, sql, [row.id], list(doc_ids)))
-
-    def chunk_counts(self, collection: str, doc_ids: Sequence[str]) -> dict[str, int]:
-        row = self.rows.get(collection)
-        if row is None or not doc_ids:
-            return {}
-        sql = (
-            "SELECT d.doc_id, count(k.id) FROM documents d LEFT JOIN chunks k"
-            " ON k.document_id = d.id WHERE d.collection_id = ? AND d.doc_id IN ({marks})"
-            " GROUP BY d.id"
-        )
-        return dict(rows_in(self.conn, sql, [row.id], list(doc_ids)))
 
     def document_vectors(
         self, collection: CollectionInfo, doc_ids: Sequence[str], wanted: set[bytes]
@@ -215,11 +160,11 @@ class SQLiteSnapshot(Snapshot):
         found: dict[bytes, np.ndarray] = {}
         if collection.name not in self.rows:
             return found
-        records = rows_in(
+        records = SQLITE.rows_in(
             self.conn,
             "SELECT c.id, d.title, c.text FROM chunks c"
             " JOIN documents d ON d.id = c.document_id"
-            " WHERE d.collection_id = ? AND d.doc_id IN ({marks})",
+            " WHERE d.collection_id = ? AND d.doc_id {keys}",
             [collection.id],
             list(doc_ids),
         )
@@ -231,24 +176,15 @@ class SQLiteSnapshot(Snapshot):
                     found[h] = vector
         return found
 
-    def cached_vectors(self, model: str, hashes: Sequence[bytes]) -> dict[bytes, np.ndarray]:
-        cached = rows_in(
-            self.conn,
-            "SELECT text_hash, vector FROM vector_cache WHERE model = ? AND text_hash IN ({marks})",
-            [model],
-            list(hashes),
-        )
-        return {h: np.frombuffer(v, np.float32) for h, v in cached}
-
     def chunks(self, rows: Sequence[int]) -> dict[int, StoredChunk]:
         if not len(rows):
             return {}
-        records = rows_in(
+        records = SQLITE.rows_in(
             self.conn,
             'SELECT k.id, k.n, k.text, k.start, k."end", k.metadata, d.doc_id, d.source,'
             " d.title, d.metadata, c.name FROM chunks k"
             " JOIN documents d ON d.id = k.document_id"
-            " JOIN collections c ON c.id = d.collection_id WHERE k.id IN ({marks})",
+            " JOIN collections c ON c.id = d.collection_id WHERE k.id {keys}",
             [],
             [int(r) for r in rows],
         )
@@ -262,31 +198,14 @@ class SQLiteSnapshot(Snapshot):
             )
         return out
 
-    def document_text(self, collection: str, doc_id: str) -> str:
-        row = self.rows.get(collection)
-        found = None
-        if row is not None:
-            found = self.conn.execute(
-                "SELECT id, length, gaps FROM documents WHERE collection_id = ? AND doc_id = ?",
-                (row.id, doc_id),
-            ).fetchone()
-        if found is None:
-            raise NotFound(f"no document {doc_id!r} in collection {collection!r}")
-        document, length, gaps = found
-        pieces = [(start, text) for start, text in json.loads(gaps)] if gaps else []
-        pieces += self.conn.execute(
-            "SELECT start, text FROM chunks WHERE document_id = ?", (document,)
-        ).fetchall()
-        return stitch(pieces, int(length))
-
     def documents(
         self, collection: str | None, offset: int = 0, limit: int = 100
     ) -> list[StoredDocument]:
-        where, params = "", ()
+        where, params = "", tuple[Any, ...]()
         if collection is not None:
             row = self.rows.get(collection)
             if row is None:
-                raise NotFound(f"no collection {collection!r} in {self.store.location}")
+                raise NotFound(f"no collection {collection!r} in {self.location}")
             where, params = "WHERE d.collection_id = ?", (row.id,)
         rows = self.conn.execute(
             f"SELECT d.doc_id, c.name, d.source, d.title, d.metadata, d.content_hash,"
@@ -311,9 +230,9 @@ class SQLiteSnapshot(Snapshot):
             if self.rows[name].config.get("embedding"):
                 by_collection.setdefault(name, []).append(document)
         for name, ids in by_collection.items():
-            chunks = rows_in(
+            chunks = SQLITE.rows_in(
                 self.conn,
-                "SELECT document_id, id FROM chunks WHERE document_id IN ({marks})",
+                "SELECT document_id, id FROM chunks WHERE document_id {keys}",
                 [],
                 ids,
             )

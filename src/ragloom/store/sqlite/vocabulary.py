@@ -11,7 +11,7 @@ import weakref
 
 import numpy as np
 
-from ragloom.store.sqlite.slices import rows_in
+from ragloom.store.sql import SQLITE
 from ragloom.text.numbering import TermNumbers
 
 
@@ -63,7 +63,7 @@ class TermCache:
         missing = [t for t in terms if t not in found and t not in absent]
         if missing:
             rows = dict(
-                rows_in(conn, "SELECT term, id FROM terms WHERE term IN ({marks})", [], missing)
+                SQLITE.rows_in(conn, "SELECT term, id FROM terms WHERE term {keys}", [], missing)
             )
             found.update(rows)
             self.add(rows)

@@ -8,7 +8,6 @@ succeeded, so a failed commit leaves memory exactly as it was.
 
 from __future__ import annotations
 
-import json
 import sqlite3
 import time
 from collections.abc import Iterable, Sequence
@@ -20,18 +19,18 @@ import numpy as np
 from ragloom.segments.build import segment_from
 from ragloom.segments.postings import count_ids, encode_flat
 from ragloom.segments.segment import Segment
-from ragloom.store.base import Write
-from ragloom.store.records import ChunkTerms, CollectionInfo, NewDocument, WriteOutcome
+from ragloom.store.document_text import text_hash
+from ragloom.store.records import ChunkTerms, CollectionInfo, NewDocuments, WriteOutcome
 from ragloom.store.rows import (
-    VECTOR_CACHE_LIMIT,
     checked_vectors,
     chunk_vectors_dimension,
     document_row,
     epoch_of,
     to_json,
 )
-from ragloom.store.sqlite.slices import rows_in, sliced
-from ragloom.store.text import text_hash
+from ragloom.store.sql import SQLITE, SQLWrite, sliced
+from ragloom.store.sqlite.view_history import ViewHistory
+from ragloom.store.sqlite.vocabulary import NumberedTerms, TermCache
 from ragloom.text.numbering import TermNumbers
 
 
@@ -45,13 +44,25 @@ class Changes:
     layout: bool = False  # settings or vectors' model changed: views reload
 
 
-class SQLiteWrite(Write):
+class SQLiteWrite(SQLWrite):
     """Operations inside one open write transaction (`conn` holds SQLite's write lock)."""
 
-    def __init__(self, store: Any, conn: sqlite3.Connection, generation: int) -> None:
-        self.store = store
+    dialect = SQLITE
+
+    def __init__(
+        self,
+        views: ViewHistory,
+        terms: TermCache,
+        numbered: NumberedTerms,
+        conn: sqlite3.Connection,
+        generation: int,
+    ) -> None:
+        self.views = views
+        self.terms = terms
+        self.numbering = numbered  # the store's: the numbers -> term ids it learned
         self.conn = conn
         self.generation = generation  # the generation this write will commit as
+        self._configs: dict[int, dict[str, Any]] = {}
         self.changes: dict[int, Changes] = {}
         self.new_terms: dict[str, int] = {}
         self.terms_top: int | None = None  # largest committed term id, once looked at
@@ -63,54 +74,36 @@ class SQLiteWrite(Write):
 
     def _changes(self, collection: CollectionInfo) -> Changes:
         if collection.id not in self.changes:
-            self.store.prepare_view(self.conn, collection.id)  # catch up before changing
+            self.views.prepare(self.conn, collection.id)  # catch up before changing
             self.changes[collection.id] = Changes()
         self.touched.add(collection.id)
         return self.changes[collection.id]
 
     # -- collections ------------------------------------------------------------------
-    def ensure_collection(self, name: str, config: dict[str, Any]) -> CollectionInfo:
-        row = self.conn.execute(
-            "SELECT id, config FROM collections WHERE name = ?", (name,)
-        ).fetchone()
-        if row is not None:
-            return CollectionInfo(int(row[0]), name, json.loads(row[1]))
+    def insert_collection(self, name: str, config: dict[str, Any]) -> int:
         cur = self.conn.execute(
             "INSERT INTO collections (name, config, changed, layout) VALUES (?, ?, ?, ?)",
             (name, to_json(config), self.generation, self.generation),
         )
-        self.touched.add(int(cur.lastrowid))  # type: ignore[arg-type]
-        return CollectionInfo(int(cur.lastrowid), name, config)  # type: ignore[arg-type]
+        return int(cur.lastrowid)  # type: ignore[arg-type]
 
     def set_config(self, collection: CollectionInfo, config: dict[str, Any]) -> None:
         self.conn.execute(
             "UPDATE collections SET config = ?, layout = ? WHERE id = ?",
             (to_json(config), self.generation, collection.id),
         )
+        self._configs[collection.id] = config
         self._changes(collection).layout = True
 
-    def _config(self, collection: CollectionInfo) -> dict[str, Any]:
-        row = self.conn.execute(
-            "SELECT config FROM collections WHERE id = ?", (collection.id,)
-        ).fetchone()
-        return json.loads(row[0])
-
     # -- documents --------------------------------------------------------------------
-    def content_hashes(self, collection: CollectionInfo, doc_ids: Sequence[str]) -> dict[str, str]:
-        sql = (
-            "SELECT doc_id, content_hash FROM documents"
-            " WHERE collection_id = ? AND doc_id IN ({marks})"
-        )
-        return dict(rows_in(self.conn, sql, [collection.id], doc_ids))
-
     def _remove(self, collection: CollectionInfo, document_ids: Sequence[int]) -> list[int]:
         """Delete documents (their row ids) and their chunks; returns the chunk rows removed."""
         if not document_ids:
             return []
         chunk_rows = [
             r[0]
-            for r in rows_in(
-                self.conn, "SELECT id FROM chunks WHERE document_id IN ({marks})", [], document_ids
+            for r in SQLITE.rows_in(
+                self.conn, "SELECT id FROM chunks WHERE document_id {keys}", [], document_ids
             )
         ]
         self._cache_vectors(collection, chunk_rows)
@@ -129,14 +122,14 @@ class SQLiteWrite(Write):
 
     def _cache_vectors(self, collection: CollectionInfo, chunk_rows: Sequence[int]) -> None:
         """Keep the vectors of chunks about to be deleted, so re-adding their text is free."""
-        model = (self._config(collection).get("embedding") or {}).get("model")
-        view = self.store.current_view(collection.id)
+        model = (self.stored_config(collection).get("embedding") or {}).get("model")
+        view = self.views.current(collection.id)
         if not model or view is None or not chunk_rows:
             return
-        texts = rows_in(
+        texts = SQLITE.rows_in(
             self.conn,
             "SELECT c.id, d.title, c.text FROM chunks c JOIN documents d ON d.id = c.document_id"
-            " WHERE c.id IN ({marks})",
+            " WHERE c.id {keys}",
             [],
             chunk_rows,
         )
@@ -152,34 +145,23 @@ class SQLiteWrite(Write):
             "INSERT OR REPLACE INTO vector_cache (model, text_hash, vector) VALUES (?, ?, ?)",
             entries,
         )
-        self.conn.execute(
-            "DELETE FROM vector_cache WHERE id <= (SELECT max(id) FROM vector_cache) - ?",
-            (VECTOR_CACHE_LIMIT,),
-        )
+        self.trim_vector_cache()
 
     def put(
-        self,
-        collection: CollectionInfo,
-        documents: Sequence[NewDocument],
-        terms: ChunkTerms | None = None,
+        self, collection: CollectionInfo, documents: NewDocuments, terms: ChunkTerms | None = None
     ) -> WriteOutcome:
         changes = self._changes(collection)
         outcome = WriteOutcome()
         if not documents:
             return outcome
-        existing = rows_in(
-            self.conn,
-            "SELECT id FROM documents WHERE collection_id = ? AND doc_id IN ({marks})",
-            [collection.id],
-            [d.document.id for d in documents],
-        )
-        removed = self._remove(collection, [r[0] for r in existing])
+        existing = self.document_rows(collection, [d.document.id for d in documents])
+        removed = self._remove(collection, existing)
         changes.removed.extend(removed)
         outcome.removed_chunks = len(removed)
         chunks = [c for d in documents for c in d.chunks]
         terms = ChunkTerms.for_chunks(terms, chunks)
         postings = count_ids(self._term_ids(terms), terms.lengths)
-        config = self._config(collection)
+        config = self.stored_config(collection)
         vectors = [c.vector for c in chunks]
         dimension, changed = chunk_vectors_dimension(config, [v for v in vectors if v is not None])
         if changed is not None:
@@ -211,7 +193,7 @@ class SQLiteWrite(Write):
     def _term_ids(self, terms: ChunkTerms) -> np.ndarray:
         """The store's term id of every term number in `terms` (one array lookup for terms
         this process has written before; the others found or inserted by name)."""
-        ids = self.store.numbered.ids(terms.names, terms.numbers)
+        ids = self.numbering.ids(terms.names, terms.numbers)
         unknown = ids < 0
         if unknown.any():
             wanted = terms.numbers[unknown]
@@ -231,7 +213,7 @@ class SQLiteWrite(Write):
         """Ids of every term, inserting terms never seen (recorded to publish after commit).
         A term missing from a cache that holds every committed term is new: no lookup."""
         wanted = set(terms)
-        vocab = self.store.terms.known(wanted)
+        vocab = self.terms.known(wanted)
         vocab.update((t, self.new_terms[t]) for t in wanted - vocab.keys() if t in self.new_terms)
         missing = sorted(wanted - vocab.keys())
         if not missing:
@@ -239,9 +221,9 @@ class SQLiteWrite(Write):
         top = self.conn.execute("SELECT coalesce(max(id), 0) FROM terms").fetchone()[0]
         self.terms_top = top - self.inserted_terms
         fresh = missing
-        if not self.store.terms.holds_all(self.terms_top):
-            found = rows_in(
-                self.conn, "SELECT term, id FROM terms WHERE term IN ({marks})", [], missing
+        if not self.terms.holds_all(self.terms_top):
+            found = SQLITE.rows_in(
+                self.conn, "SELECT term, id FROM terms WHERE term {keys}", [], missing
             )
             vocab.update(found)
             self.new_terms.update(found)
@@ -257,7 +239,7 @@ class SQLiteWrite(Write):
     def _insert(
         self,
         collection: CollectionInfo,
-        documents: Sequence[NewDocument],
+        documents: NewDocuments,
         postings: tuple[np.ndarray, np.ndarray, np.ndarray],
     ) -> list[int]:
         """Insert documents and chunks with explicit row ids; returns the chunk row ids."""
@@ -318,14 +300,14 @@ class SQLiteWrite(Write):
         changes = self._changes(collection)
         if not len(rows):
             return 0
-        vectors, changed = checked_vectors(self._config(collection), vectors)
+        vectors, changed = checked_vectors(self.stored_config(collection), vectors)
         if changed is not None:
             self.set_config(collection, changed)
         alive = {
             r[0]
-            for r in rows_in(
+            for r in SQLITE.rows_in(
                 self.conn,
-                "SELECT id FROM chunks WHERE collection_id = ? AND id IN ({marks})",
+                "SELECT id FROM chunks WHERE collection_id = ? AND id {keys}",
                 [collection.id],
                 [int(r) for r in rows],
             )
@@ -340,7 +322,7 @@ class SQLiteWrite(Write):
         return len(entries)
 
     def reset_vectors(self, collection: CollectionInfo, config: dict[str, Any]) -> None:
-        old = self._config(collection)
+        old = self.stored_config(collection)
         embedding = dict(config.get("embedding") or {})
         embedding["epoch"] = epoch_of(old) + 1
         self.conn.execute("DELETE FROM vectors WHERE collection_id = ?", (collection.id,))

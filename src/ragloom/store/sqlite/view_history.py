@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import threading
+from collections import deque
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -23,31 +25,27 @@ from ragloom.segments.persist import SegmentFiles
 from ragloom.segments.postings import decode_many
 from ragloom.segments.segment import Segment
 from ragloom.segments.view import CollectionView, Part
-from ragloom.store.rows import dimension_of, epoch_of, parse_config
+from ragloom.store.rows import dimension_of, epoch_of
+from ragloom.store.sql import CollectionRow
+
+HISTORY = 8  # recent views kept per collection, for snapshots a little behind the newest
 
 
 @dataclass(frozen=True)
-class CollectionRow:
-    """A collection's row as one snapshot sees it."""
+class SQLiteCollectionRow(CollectionRow):
+    """A collection's row as one snapshot sees it: when it last changed, when its layout
+    (settings, model) did, and the newest chunk row written to a segment file."""
 
-    id: int
-    name: str
-    config_json: str
     changed: int
     layout: int
     flushed_upto: int
 
-    @property
-    def config(self) -> dict[str, Any]:
-        """The stored configuration (parsed once per distinct text; do not modify it)."""
-        return parse_config(self.config_json)
 
-
-def read_collections(conn: sqlite3.Connection) -> dict[str, CollectionRow]:
+def read_collections(conn: sqlite3.Connection) -> dict[str, SQLiteCollectionRow]:
     rows = conn.execute(
         "SELECT id, name, config, changed, layout, flushed_upto FROM collections"
     ).fetchall()
-    return {r[1]: CollectionRow(*r) for r in rows}
+    return {r[1]: SQLiteCollectionRow(*r) for r in rows}
 
 
 def _blob_vector(blob: bytes | None, dimension: int | None) -> np.ndarray | None:
@@ -58,7 +56,7 @@ def _blob_vector(blob: bytes | None, dimension: int | None) -> np.ndarray | None
 
 
 def chunk_segment(
-    conn: sqlite3.Connection, row: CollectionRow, after: int, through: int | None = None
+    conn: sqlite3.Connection, row: SQLiteCollectionRow, after: int, through: int | None = None
 ) -> Segment | None:
     """An in-memory segment of the collection's chunks with row id in (after, through]."""
     config = row.config
@@ -91,7 +89,7 @@ def chunk_segment(
 
 
 def load_view(
-    conn: sqlite3.Connection, row: CollectionRow, generation: int, files: SegmentFiles
+    conn: sqlite3.Connection, row: SQLiteCollectionRow, generation: int, files: SegmentFiles
 ) -> CollectionView:
     """The collection as the snapshot `conn` sees it (generation `generation`)."""
     config = row.config
@@ -138,7 +136,7 @@ def load_view(
 def catch_up(
     conn: sqlite3.Connection,
     view: CollectionView,
-    row: CollectionRow,
+    row: SQLiteCollectionRow,
     generation: int,
     files: SegmentFiles,
 ) -> CollectionView:
@@ -171,3 +169,86 @@ def catch_up(
         generation, added=[Part(added)] if added is not None else [], removed=removed, late=late
     )
     return compact_memory(view)
+
+
+class ViewHistory:
+    """The newest views of each collection, kept in step with the commits: a snapshot takes
+    the view of exactly its generation (`at`, loaded or caught up from the database when
+    none is kept), a write brings a view up to date before it changes it (`prepare`), and
+    views change only after the transaction they mirror has committed (`remember`)."""
+
+    def __init__(self, files: SegmentFiles) -> None:
+        self.files = files
+        self._lock = threading.Lock()
+        self._views: dict[int, deque[CollectionView]] = {}
+
+    def current(self, collection_id: int) -> CollectionView | None:
+        """The newest view of a collection, if one is kept."""
+        history = self._views.get(collection_id)
+        return history[-1] if history else None
+
+    def at(
+        self, conn: sqlite3.Connection, row: SQLiteCollectionRow, generation: int
+    ) -> CollectionView:
+        """The collection's view at exactly `generation` (the snapshot `conn` is in)."""
+        base = None
+        with self._lock:  # a copy: another thread may publish a view meanwhile
+            history = tuple(self._views.get(row.id, ()))
+        for view in reversed(history):
+            if view.generation <= generation:
+                base = view
+                break
+        if base is not None and base.generation == generation:
+            return base
+        if base is None:
+            view = load_view(conn, row, generation, self.files)
+        else:
+            view = catch_up(conn, base, row, generation, self.files)
+        self.remember(view)
+        return view
+
+    def remember(self, view: CollectionView) -> None:
+        """Keep `view` as its collection's newest, unless a newer one is kept already."""
+        with self._lock:
+            history = self._views.setdefault(view.collection_id, deque(maxlen=HISTORY))
+            if not history or history[-1].generation < view.generation:
+                history.append(view)
+
+    def prepare(self, conn: sqlite3.Connection, collection_id: int) -> None:
+        """Inside a write, before its changes: bring the collection's view to the database's
+        committed state, so this write's changes apply on top of it."""
+        generation = int(
+            conn.execute("SELECT value FROM meta WHERE key='generation'").fetchone()[0]
+        )
+        current = self.current(collection_id)
+        if current is not None and current.generation == generation:
+            return
+        row = {r.id: r for r in read_collections(conn).values()}.get(collection_id)
+        if row is not None:
+            self.at(conn, row, generation)
+
+    def replace(self, old: CollectionView, new: CollectionView) -> bool:
+        """Put `new` (the same version as `old`, laid out differently) in its place, if `old`
+        is still the newest view of its collection."""
+        with self._lock:
+            history = self._views.get(old.collection_id)
+            if not history or history[-1] is not old:
+                return False
+            history[-1] = new
+            return True
+
+    def drop(self, collection_id: int) -> None:
+        """Forget a collection's views: the next snapshot loads it from the database."""
+        with self._lock:
+            self._views.pop(collection_id, None)
+
+
+def vocabulary_size(view: CollectionView) -> int:
+    """Distinct terms in the collection's segments (deleted chunks' terms until merged)."""
+    key = ("vocabulary", view.generation)
+    cached = view.parts[0].cache.get(key) if view.parts else 0
+    if cached is None:
+        arrays = [p.segment.terms for p in view.parts]
+        cached = int(len(np.unique(np.concatenate(arrays)))) if arrays else 0
+        view.parts[0].cache[key] = cached
+    return int(cached or 0)

@@ -24,28 +24,16 @@ def search_view(
     params: BM25Params,
     where: FilterNode | None = None,
     where_key: str | None = None,
+    weights: Sequence[float] | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """BM25 top k (rows, scores) over live chunks passing the filter, exactly."""
+    """BM25 top k (rows, scores) over live chunks passing the filter, exactly; with a weight
+    per query term (PRF-expanded queries: each term once), scored exhaustively."""
     if k <= 0 or not terms or not view.n_live:
         return _NO_ROWS, np.zeros(0, np.float64)
     targets, stats = _scoring(view, terms, where, where_key)
+    if weights is not None:
+        return weighted_search(targets, terms, weights, k, stats, params)
     return topk.search(targets, terms, k, stats, params)
-
-
-def search_view_weighted(
-    view: CollectionView,
-    terms: Sequence[int],
-    weights: Sequence[float],
-    k: int,
-    params: BM25Params,
-    where: FilterNode | None = None,
-    where_key: str | None = None,
-) -> tuple[np.ndarray, np.ndarray]:
-    """BM25 with a weight per query term (PRF-expanded queries), scored exhaustively."""
-    if k <= 0 or not terms or not view.n_live:
-        return _NO_ROWS, np.zeros(0, np.float64)
-    targets, stats = _scoring(view, terms, where, where_key)
-    return weighted_search(targets, terms, weights, k, stats, params)
 
 
 def _scoring(

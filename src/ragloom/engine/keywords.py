@@ -8,8 +8,9 @@ from collections.abc import Sequence
 from dataclasses import fields
 from typing import Any
 
+from ragloom.config import SEARCH_SETTINGS
 from ragloom.errors import InputError, InvalidRequest
-from ragloom.retrieval.search import SEARCH_SETTINGS, SearchOptions
+from ragloom.retrieval.search_options import SearchOptions
 
 Requests = list[tuple[str, "str | None", SearchOptions]]  # (collection, label, options)
 
@@ -50,7 +51,7 @@ def search_options(top_k: int = 5, **kwargs: Any) -> SearchOptions:
     caller's dicts and lists, so changing them afterwards changes no search. Options holding
     an object (a reranker, an LLM) or more than `REUSED_VALUES` values are built every time
     (from copies too)."""
-    room = [REUSED_VALUES]
+    room: list[float] = [REUSED_VALUES]
     try:
         key = (
             _frozen(top_k, room),
@@ -69,7 +70,7 @@ class _NotData(Exception):
     than options that are kept may hold."""
 
 
-def _frozen(value: Any, room: list[int]) -> tuple[type, Any]:
+def _frozen(value: Any, room: list[float]) -> tuple[type, Any]:
     """A hashable copy of plain data, each value tagged with its type (so that 1, 1.0 and
     True, equal and hashed alike, stay apart); `_NotData` for anything else, or once more
     values than `room[0]` were copied."""

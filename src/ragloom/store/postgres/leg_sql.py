@@ -10,7 +10,6 @@ leaves few chunks is still searched exactly, others through the index with
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
@@ -57,14 +56,17 @@ def lexical(
         return _NONE
     names = list(found)
     weights = [counts[t] * bm25_idf(found[t], row.chunks) for t in names]
-    return scored(reader, names, weights, row.total_length / row.chunks, k, params, where)
+    avgdl = row.total_length / row.chunks
+    return scored(reader, scored_query(reader, names, weights, avgdl, k, params, where))
 
 
-def query_counts(terms: Sequence[str], term_weights: Sequence[float] | None) -> Counter[str]:
+def query_counts(terms: Sequence[str], term_weights: Sequence[float] | None) -> dict[str, float]:
     """How much each distinct query term counts: its repeats, or the sum of its weights."""
-    counts: Counter[str] = Counter()
+    counts: dict[str, float] = {}
     for i, term in enumerate(terms):
-        counts[term] += 1.0 if term_weights is None else float(term_weights[i])
+        counts[term] = counts.get(term, 0.0) + (
+            1.0 if term_weights is None else float(term_weights[i])
+        )
     return counts
 
 
@@ -78,19 +80,10 @@ def term_frequencies(reader: Any, terms: Sequence[str]) -> dict[str, int]:
 
 
 def scored(
-    reader: Any,
-    names: Sequence[str],
-    weights: Sequence[float],
-    avgdl: float,
-    k: int,
-    params: BM25Params,
-    where: FilterNode | None,
+    reader: Any, statement: tuple[sql.Composable, dict[str, Any]]
 ) -> tuple[np.ndarray, np.ndarray]:
-    """BM25 top k of this collection's chunks for terms whose idf x query weight is given
-    (from this collection's statistics, or a whole shard set's: the score of a chunk needs
-    only its own postings and these numbers)."""
-    query, values = scored_query(reader, names, weights, avgdl, k, params, where)
-    records = reader.conn.execute(query, values).fetchall()
+    """The rows and scores `scored_query`'s statement ranks, best first."""
+    records = reader.conn.execute(*statement).fetchall()
     if not records:
         return _NONE
     rows = np.array([r[0] for r in records], np.int64)
@@ -107,10 +100,13 @@ def scored_query(
     params: BM25Params,
     where: FilterNode | None,
 ) -> tuple[sql.Composable, dict[str, Any]]:
-    """`scored`'s statement and its values: rows (chunk_id, score), best first."""
+    """The statement (and its values) of the BM25 top k of this collection's chunks, as
+    rows (chunk_id, score) best first, for terms whose idf x query weight is given (from
+    this collection's statistics, or a whole shard set's: the score of a chunk needs only
+    its own postings and these numbers)."""
     row = reader.row
     condition = filter_sql(reader, where)
-    join = sql.SQL("")
+    join: sql.Composable = sql.SQL("")
     if condition is not None:
         join = sql.SQL(" JOIN chunks c ON c.id = p.chunk_id AND {}").format(condition)
     query = sql.SQL(

@@ -1,23 +1,32 @@
 """Each judged query's lexical and dense candidates fetched once, so that every mode, fusion
 method and setting is scored from them without searching or embedding again.
 
-Scoring runs the real pipeline (`ragloom.retrieval.search.rank`: fusion, dense-only floor,
-top k) over legs that answer from these lists, so a setting scores exactly what a search
-with it would return (an unfiltered, unboosted search; tied scores at a list's end aside).
+Scoring ranks these lists as a search ranks its legs' answers (`ragloom.retrieval.ranking`:
+the legs a setting asks for and how deep, fusion, dense-only floor, controls, top k), so a
+setting scores exactly what a search with it would return (an unfiltered, unboosted search).
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from ragloom.index import Index
-from ragloom.retrieval.pipeline import DENSE, LEXICAL
-from ragloom.retrieval.search import Leg, SearchOptions, rank
+from ragloom.retrieval.adaptive import Ranked
+from ragloom.retrieval.pipeline import DENSE, LEXICAL, ordered
+from ragloom.retrieval.ranking import (
+    LegAnswers,
+    LegPlan,
+    plan_legs,
+    rank_answers,
+    refine,
+    tie_depth,
+)
+from ragloom.retrieval.search_options import SearchOptions
 
 DEPTH = 200  # rows fetched per leg and query: covers candidates up to 200 and recall@100
 
@@ -99,30 +108,35 @@ class LegCache:
             self._lists[kind][query] = cached
         return cached
 
-    def leg(self, kind: str) -> Leg:
-        """A leg function for `rank`, answering from the cached list (deeper asks fetch)."""
+    def answers(self, query: str, plan: LegPlan) -> LegAnswers:
+        """The legs' answers to `query` as `plan` asks for them, from the cached lists."""
+        if plan.depth == 0:
+            return LegAnswers()
+        lexical = self._answer(LEXICAL, query, plan) if plan.mode != DENSE else None
+        dense = self._answer(DENSE, query, plan) if plan.mode != LEXICAL else None
+        ceiling = self._get(LEXICAL, query, 1).ceiling if lexical is not None else None
+        return LegAnswers(lexical, dense, ceiling)
 
-        def answer(query: str, depth: int) -> tuple[np.ndarray, np.ndarray]:
+    def _answer(self, kind: str, query: str, plan: LegPlan) -> Ranked:
+        """One leg's top `plan.depth`, through the ties at its cut as a search fetches it."""
+        depth = plan.depth
+        while True:
             found = self._get(kind, query, depth)
-            return found.rows[:depth], found.scores[:depth]
-
-        return answer
+            rows, scores = found.rows[:depth], found.scores[:depth]
+            deeper = tie_depth(scores, plan.exact, depth) if plan.exact else None
+            if deeper is None:
+                return rows, scores
+            depth = deeper
 
     def rank_rows(self, query: str, options: SearchOptions) -> list[int]:
-        """Chunk rows of a search with `options`, ranked by the real pipeline on cached legs."""
-        dense = self.leg(DENSE) if self.dense else None
-        ranking = rank(
-            query,
-            options,
-            self.leg(LEXICAL),
-            dense,
-            ceiling=lambda text: self._get(LEXICAL, text, 1).ceiling,
-            profile=self.profile,
-            keys_of=self.keys_of,
-        )
-        return [c.row_id for c in ranking.candidates]
+        """Chunk rows of a search with `options`, ranked as a search ranks them."""
+        plan = plan_legs(query, options, self.dense)
+        ranking = rank_answers(plan, self.answers(query, plan), options, profile=self.profile)
+        head = refine(ranking.candidates, options)
+        top = ordered(head, self.keys_of(head.tied) if head.tied else {})
+        return [c.row_id for c in top]
 
-    def keys_of(self, rows: list[int]) -> dict[int, tuple[str, int]]:
+    def keys_of(self, rows: Sequence[int]) -> dict[int, tuple[str, int]]:
         """Each row's stable key (document id, chunk number), which breaks ties as in a search."""
         wanted = [r for r in rows if r not in self._keys]
         if wanted:

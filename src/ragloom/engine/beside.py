@@ -3,8 +3,8 @@ the calling thread runs the dense leg. Waiting on an embedding service and the g
 (faiss) let go of the GIL, as does the compiled BM25 scoring, so a hybrid query costs about
 its slower leg rather than the sum of both. The engine decides when it pays
 (`ragloom.engine.legs`: not while the local model embeds the query, since the model uses
-every core itself, nor when a filter leaves few chunks). `ragloom.retrieval.side_by_side`
-runs the two legs on it.
+every core itself, nor when a filter leaves few chunks), and runs the two legs on it
+(`ragloom.engine.legs.leg_answers`).
 
 Runs on a small shared pool, and only when a worker is free at once: under many concurrent
 searches (every core busy) a search runs its legs one after the other, as it always did.

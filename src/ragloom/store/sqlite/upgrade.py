@@ -4,14 +4,14 @@ a second copy of every vector in `embedding_cache`) to schema 2, in one transact
 from __future__ import annotations
 
 import sqlite3
-from typing import Any
 
 import numpy as np
 
 from ragloom.segments.postings import Postings
+from ragloom.store.document_text import document_gaps
+from ragloom.store.sqlite.database import SQLiteDatabase
 from ragloom.store.sqlite.errors import from_sqlite
 from ragloom.store.sqlite.schema import SCHEMA, SCHEMA_VERSION
-from ragloom.store.text import document_gaps
 
 BATCH = 2000
 
@@ -23,7 +23,7 @@ def _old_postings(blob: bytes) -> Postings:
     return Postings(ids.astype(np.uint32), np.rint(tfs).astype(np.uint32))
 
 
-def migrate(store: Any) -> None:
+def upgrade(store: SQLiteDatabase) -> None:
     """Rewrite a schema-1 file as schema 2 (nothing changes if any step fails)."""
     conn: sqlite3.Connection = store.writer()
     try:

@@ -10,9 +10,9 @@ from typing import Any
 import numpy as np
 
 from ragloom.dense.dots import row_dots
+from ragloom.dense.topn import best_of
 from ragloom.filters import FilterNode
 from ragloom.segments.view import CollectionView, Part
-from ragloom.topn import best_of
 
 _NO_DOCS = np.zeros(0, np.int64)
 EXACT_BELOW = 30_000  # eligible vectors scanned exactly rather than through the graph
@@ -56,7 +56,7 @@ def search_part(
     eligible: np.ndarray | None,
     epoch: int,
     key: Any = None,
-):
+) -> tuple[np.ndarray, np.ndarray]:
     """(chunk numbers, cosine) holding a part's top k among its live chunks with a vector:
     through the segment's graph when it has one and the filter leaves many chunks, else
     exactly. A pool of up to `FEW_SCORED` is returned whole (the view orders every part's

@@ -1,19 +1,15 @@
-"""One search as configuration: which legs run, how they fuse, what is dropped.
-
-`rank` is the pipeline's core. It takes the legs as functions so that it stays free of
-storage and models: legs -> fuse -> thresholds -> top-k, and reports degradation."""
+"""One search as configuration (`SearchOptions`): which legs run, how they fuse, what the
+controls after fusion do, which steps run; checked once, when the options are built."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-import numpy as np
-
-from ragloom.contract.options import OPTIONS, offered
+from ragloom.contract.options import offered
 from ragloom.contract.schema import check_value
-from ragloom.errors import InputError, InvalidRequest, NeedsVectors, worded
+from ragloom.errors import InputError, InvalidRequest
 from ragloom.expansion.rm3 import PRFParams
 from ragloom.filters import (
     FilterNode,
@@ -24,28 +20,16 @@ from ragloom.filters import (
     predicate_of,
 )
 from ragloom.lexical import BM25Params
-from ragloom.retrieval import adaptive_ranked, controls, fusion, pipeline
-from ragloom.retrieval.controls import MISSING_POLICIES, BoostRule, MetadataOf
+from ragloom.retrieval import fusion
+from ragloom.retrieval.controls import MISSING_POLICIES, BoostRule
 from ragloom.retrieval.fusion import DEFAULT_FUSION, DEFAULT_NORMALIZATION
-from ragloom.retrieval.pipeline import DENSE, LEXICAL, Candidate
-from ragloom.retrieval.side_by_side import Ceiling, Leg, both_legs, lexical_side
 from ragloom.retrieval.variants import MERGES
-from ragloom.timing import timed
 
 MODES = ("lexical", "dense", "hybrid")
-# Settings a collection may give defaults for (`CollectionConfig.search`), and those of them
-# that belong to one fusion method (a search naming another method does not take them).
-SEARCH_SETTINGS = (
-    "fusion",
-    "rrf_k",
-    "weights",
-    "normalization",
-    "candidates",
-    "min_dense_similarity",
-)
+# The settings a collection may give defaults for (`CollectionConfig.search`) that belong to
+# one fusion method (a search naming another method does not take them).
 FUSION_SETTINGS = ("rrf_k", "weights", "normalization")
 EXPANSIONS = ("llm", "prf")
-MAX_TOP_K = OPTIONS["top_k"].maximum
 
 
 def _check_bounds(options: SearchOptions) -> None:
@@ -69,7 +53,7 @@ class SearchOptions:
     `mode=None` means hybrid when the collection has vectors, lexical otherwise.
     `strict` turns a failed query embedding into an error instead of a degraded answer.
 
-    The steps that need a service (see `ragloom.retrieval.flow`): `expand` "llm" searches
+    The steps that need a service (see `ragloom.engine.steps`): `expand` "llm" searches
     the query and up to `max_variants - 1` LLM rephrasings and merges them by chunk
     (`merge` "rrf" or "best"); `expand` "prf" expands the lexical leg with RM3 feedback
     (`prf` settings); `rerank` re-scores the best `rerank_depth` candidates (at least
@@ -127,7 +111,7 @@ class SearchOptions:
             raise InvalidRequest(
                 f"unknown normalization {self.normalization!r}", "use minmax or zscore"
             )
-        fusion._check_weights(self.weights)
+        fusion.check_weights(self.weights)
         if self.bm25 is not None:
             self.bm25_for(BM25Params())  # a bad k1, b or other key fails here, not mid-search
         if self.filters is not None:
@@ -236,154 +220,3 @@ def parse_diversity(
         if isinstance(lam, bool) or not isinstance(lam, (int, float)) or not 0 <= lam <= 1:
             raise InvalidRequest(f"mmr lambda must be a number between 0 and 1, got {lam!r}")
     return dict(caps), (float(lam) if lam is not None else None), missing
-
-
-@dataclass
-class Ranking:
-    """The ranked candidates of one search, whether a leg was missing, and the dense-only
-    floor that applied (None: none) with how many fused candidates fell below it."""
-
-    candidates: list[Candidate]
-    mode: str
-    degraded: bool = False
-    reason: str | None = None
-    floor: float | None = None
-    below_floor: int = 0
-    options: SearchOptions | None = None  # as applied (with the collection's defaults)
-
-
-def rank(
-    query: str,
-    options: SearchOptions,
-    lexical: Leg,
-    dense: Leg | None,
-    metadata_of: MetadataOf | None = None,
-    vectors_of: Callable[[list[int]], np.ndarray] | None = None,
-    dense_floor: float | None = None,
-    ceiling: Ceiling | None = None,
-    profile: Mapping[str, Any] | None = None,
-    keys_of: pipeline.KeysOf | None = None,
-) -> Ranking:
-    """Run the legs the mode asks for, fuse, then boost, threshold, diversify, keep top k
-    (ties in the order of `keys_of`, `ragloom.retrieval.pipeline.top_k`).
-
-    The legs apply any filter themselves. `metadata_of` serves boosts and caps;
-    `vectors_of` serves MMR. `dense_floor` is the model's floor for dense-only hits, used
-    when the options give none (`min_dense_similarity=None`). `ceiling` gives the query's
-    BM25 ceiling and `profile` the collection's probe profile (`ragloom.retrieval.adaptive`).
-    """
-    ranking = fuse_legs(query, options, lexical, dense, metadata_of, dense_floor, ceiling, profile)
-    with timed("fusion"):
-        ranking.candidates = refine(ranking.candidates, options, metadata_of, vectors_of, keys_of)
-    return ranking
-
-
-def fuse_legs(
-    query: str,
-    options: SearchOptions,
-    lexical: Leg,
-    dense: Leg | None,
-    metadata_of: MetadataOf | None = None,
-    dense_floor: float | None = None,
-    ceiling: Ceiling | None = None,
-    profile: Mapping[str, Any] | None = None,
-    beside: Callable[[str], bool] | None = None,
-) -> Ranking:
-    """The legs and their fusion (with the weak dense-only hits dropped: below the options'
-    floor, else the model's `dense_floor`), before `refine`. A search of one leg scores its
-    hits by that leg's share (`ragloom.retrieval.adaptive`): BM25 over the query's ceiling,
-    or the cosine (0 when negative); the leg's raw score stays in `lexical_score` /
-    `dense_score`. `beside(query)` says whether a hybrid search runs its two legs side by
-    side: the lexical leg on another core, the dense leg here
-    (`ragloom.retrieval.side_by_side`)."""
-    mode = options.mode or ("hybrid" if dense is not None else "lexical")
-    if mode != "lexical" and dense is None:
-        raise NeedsVectors(
-            f"{mode} search needs vectors, and this collection has none",
-            hints=worded("give it vectors with {reembed}, or search with {lexical}"),
-        )
-    if not pipeline.asks_anything(query):  # no leg has anything to match (a dense model without a
-        return Ranking([], mode)  # floor ranked every chunk for "???", at cosine about 0)
-    deep = mode == "hybrid" or options.reorders
-    depth = options.pool_depth if deep else options.top_k
-    degraded, reason, floor, below, top = False, None, None, 0, None
-    if not deep:  # one leg cut at top k: fetch the ties at the cut too (one total order)
-        lexical = _through_ties(lexical, options.top_k)
-        dense = _through_ties(dense, options.top_k) if dense is not None else None
-    if mode == "dense":
-        ranked = adaptive_ranked.alone_ranked(DENSE, dense(query, depth), None)  # type: ignore[misc]
-    elif mode == "lexical":
-        found, top = lexical_side(lexical, ceiling, query, depth)
-        ranked = adaptive_ranked.alone_ranked(LEXICAL, found, top)
-    else:
-        started = bool(beside and beside(query))
-        found, top, answer, failed = both_legs(lexical, dense, ceiling, query, depth, started)  # type: ignore[arg-type]
-        if failed is not None:
-            if options.strict:
-                raise failed
-            degraded, reason = True, f"{failed.code}: {failed.message}"
-            ranked = adaptive_ranked.alone_ranked(LEXICAL, found, top)  # the lexical leg alone
-        else:
-            with timed("fusion"):
-                floor = options.min_dense_similarity
-                floor = dense_floor if floor is None else floor
-                ranked, below = fusion.fuse_legs_head(
-                    found,
-                    answer,
-                    options.fusion,
-                    options.rrf_k,
-                    options.weights,
-                    options.normalization,
-                    _preference_scorer(options, metadata_of),
-                    top,
-                    profile,
-                    floor,
-                    None if options.reorders else options.top_k,  # what `refine` keeps
-                )
-    return Ranking(ranked, mode, degraded, reason, floor=floor, below_floor=below)
-
-
-def _through_ties(leg: Leg, k: int) -> Leg:
-    return lambda text, _depth: pipeline.through_ties(leg, text, k, MAX_TOP_K)
-
-
-def _preference_scorer(
-    options: SearchOptions, metadata_of: MetadataOf | None
-) -> Callable[[int], float] | None:
-    """row -> share of the `prefer` filters its metadata matches (None without rules)."""
-    if not options.preferences or metadata_of is None:
-        return None
-    rules = options.preferences
-    return lambda row: sum(rule(metadata_of(row)) for rule in rules) / len(rules)
-
-
-def refine(
-    candidates: list[Candidate],
-    options: SearchOptions,
-    metadata_of: MetadataOf | None,
-    vectors_of: Callable[[list[int]], np.ndarray] | None,
-    keys_of: pipeline.KeysOf | None = None,
-) -> list[Candidate]:
-    """Boost -> minimum score -> per-key caps -> MMR -> top k (ties by `keys_of`)."""
-    if options.boost_rules or options.caps:
-        if metadata_of is None:
-            raise InputError("boosts and caps need chunk metadata")
-        candidates = controls.apply_boosts(candidates, options.boost_rules, metadata_of)
-    candidates = pipeline.apply_min_score(candidates, options.min_score)
-    if options.caps:
-        candidates = controls.cap_per_key(
-            candidates,
-            options.caps,
-            metadata_of,  # type: ignore[arg-type]
-            options.cap_missing,
-        )
-    if options.mmr_lambda is not None:
-        if vectors_of is None:
-            raise NeedsVectors(
-                "MMR diversity needs vectors, and this collection has none",
-                hints=worded("give it vectors with {reembed}, or leave out mmr"),
-            )
-        pool = candidates[: options.pool_depth]
-        vectors = vectors_of([c.row_id for c in pool])
-        return controls.maximal_marginal_relevance(pool, vectors, options.top_k, options.mmr_lambda)
-    return pipeline.top_k(candidates, options.top_k, keys_of)
