@@ -19,6 +19,15 @@ GROUNDING_INSTRUCTION = (
     "like [1]. If the passages do not cover the question, say so plainly instead of guessing."
 )
 MIN_PARTIAL_TOKENS = 24  # a passage cut shorter than this is left out instead
+# Said in the block itself when it holds no passage, so that a model reading it knows that
+# retrieval ran and found nothing (not that the passages were lost on the way).
+NOTHING_FOUND = (
+    "Retrieval found no passages for this question: say that the material does not cover it."
+)
+NONE_FITTED = (
+    "The passages found did not fit the token budget: say that the material shown does not"
+    " cover the question."
+)
 
 DocumentText = Callable[[str, str], str]  # (collection, document_id) -> full text
 
@@ -62,14 +71,23 @@ class Passage:
     chunk_ids: list[str]
     tokens: int = 0
     truncated: bool = False
+    page: int | None = None  # the first page (or slide) the passage is on, when known
+    pages: list[int] | None = None  # every page it spans, when more than one
+    section: str | None = None  # the section (heading path) it is in, when known
 
     def header(self) -> str:
-        """`[n] source: ... | title: ...` (either part left out when unknown)."""
+        """`[n] source: ... | title: ... | page: ... | section: ...` (unknown parts left out)."""
         parts = []
         if self.source:
             parts.append(f"source: {self.source}")
         if self.title:
             parts.append(f"title: {self.title}")
+        if self.pages:
+            parts.append(f"pages: {self.pages[0]}-{self.pages[-1]}")
+        elif self.page is not None:
+            parts.append(f"page: {self.page}")
+        if self.section:
+            parts.append(f"section: {self.section}")
         return f"[{self.number}] " + " | ".join(parts) if parts else f"[{self.number}]"
 
     def to_dict(self) -> dict[str, Any]:
@@ -85,18 +103,23 @@ class Passage:
             "chunk_ids": self.chunk_ids,
             "tokens": self.tokens,
             "truncated": self.truncated,
+            "page": self.page,
+            "pages": self.pages,
+            "section": self.section,
         }
 
 
 @dataclass
 class PackedContext:
-    """The prompt block, its token count, and the passages it cites."""
+    """The prompt block, its token count, and the passages it cites. `note` says, in the
+    block and here, why it holds no passage (retrieval found none, or none fitted)."""
 
     text: str
     tokens: int
     passages: list[Passage] = field(default_factory=list)
     budget: int | None = None
     omitted: int = 0  # merged passages left out for lack of budget
+    note: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -105,7 +128,45 @@ class PackedContext:
             "budget": self.budget,
             "omitted": self.omitted,
             "passages": [p.to_dict() for p in self.passages],
+            "note": self.note,
         }
+
+
+def _pages(value: Any) -> list[int]:
+    """Page numbers from chunk metadata: a number, a list of them, or a "3-5" range."""
+    if isinstance(value, bool):
+        return []
+    if isinstance(value, int):
+        return [value]
+    if isinstance(value, (list, tuple)):
+        return [v for v in value if isinstance(v, int) and not isinstance(v, bool)]
+    if isinstance(value, str):
+        low, _, high = value.partition("-")
+        if low.strip().isdigit() and (not high or high.strip().isdigit()):
+            return list(range(int(low), int(high or low) + 1))[:10_000]
+    return []
+
+
+def locate(hits: Sequence[Hit]) -> tuple[int | None, list[int] | None, str | None]:
+    """(first page, every page when more than one, section) of merged hits, from the
+    metadata a converter gives chunks (`page` or `slide`, `pages`, `section`)."""
+    pages: set[int] = set()
+    section = None
+    for hit in hits:
+        meta = hit.metadata or {}
+        for key in ("page", "pages", "slide"):
+            pages.update(_pages(meta.get(key)))
+        value = meta.get("section")
+        if section is None and isinstance(value, str) and value.strip():
+            section = value.strip()
+        elif section is None and isinstance(value, list) and value:
+            section = " > ".join(str(v) for v in value)
+    ordered = sorted(pages)
+    return (
+        ordered[0] if ordered else None,
+        ordered if len(ordered) > 1 else None,
+        section,
+    )
 
 
 def merge_hits(hits: Sequence[Hit], document_text: DocumentText) -> list[list[Hit]]:
@@ -187,6 +248,7 @@ def pack_context(
                 text,
                 [h.chunk_id for h in group],
             )
+            passage.page, passage.pages, passage.section = locate(group)
             header_cost = count_tokens("\n\n" + passage.header() + "\n")
             label_cost = cost if label and not section_lines else 0
             body_cost = count_tokens(text)
@@ -209,5 +271,8 @@ def pack_context(
             used += header_cost + body_cost
         if section_lines:
             blocks.append("\n\n".join(section_lines))
+    note = None if passages else NONE_FITTED if omitted else NOTHING_FOUND
+    if note:
+        blocks.append(note)
     text = "\n\n".join(blocks)
-    return PackedContext(text, count_tokens(text), passages, budget, omitted)
+    return PackedContext(text, count_tokens(text), passages, budget, omitted, note)
