@@ -61,10 +61,11 @@ SCHEMAS: list[dict[str, Any]] = [
 TOOL_NAMES = tuple(name for name, *_ in TOOLS)
 
 
-def _check(name: str, args: Mapping[str, Any]) -> None:
-    """Arguments against the tool's schema: required, known, of the right type and bounds."""
+def _check(name: str, args: Mapping[str, Any]) -> dict[str, Any]:
+    """Arguments against the tool's schema: required, known, of the right type and bounds
+    (returned with integers sent as 3.0 made 3, as JSON Schema counts them)."""
     _, _, arguments, required = next(t for t in TOOLS if t[0] == name)
-    check_arguments(arguments, required, args, "tool", f"{name}: ")
+    return check_arguments(arguments, required, args, "tool", f"{name}: ")
 
 
 class Toolbox:
@@ -158,7 +159,12 @@ class Toolbox:
             query, top_k=top_k, collections=requests or None, budget=budget, **kwargs
         )
         data = packed.to_dict()
-        return {"text": data["text"], "tokens": data["tokens"], "passages": data["passages"]}
+        return {
+            "text": data["text"],
+            "tokens": data["tokens"],
+            "passages": data["passages"],
+            "note": data["note"],
+        }
 
     # -- dispatch -------------------------------------------------------------------------
     def call(self, name: str, arguments: str | Mapping[str, Any] | None) -> dict[str, Any]:
@@ -174,8 +180,7 @@ class Toolbox:
                     raise InputError(f"{name}: arguments are not valid JSON ({exc.msg})") from None
             if not isinstance(arguments or {}, Mapping):
                 raise InvalidRequest(f"{name}: arguments must be a JSON object")
-            args = dict(arguments or {})
-            _check(name, args)
+            args = _check(name, dict(arguments or {}))
             return {"ok": True, **getattr(self, name)(**args)}
         except RagloomError as exc:
             return {"ok": False, "error": {"code": exc.code, "message": exc.message}}

@@ -27,6 +27,10 @@ class Option:
     `name` is the library keyword and the HTTP/tool field; `flag` the command-line spelling
     (default `--` + name with dashes). `minimum`/`maximum` bound numbers (inclusive);
     `limits` lowers the maximum on one surface. `choices` lists the allowed strings.
+    `min_length`/`max_length` bound a string's characters, an array's items or an object's
+    properties; `pattern` is a regular expression a string must contain a match of;
+    `item_min_length`/`item_max_length` bound an array's string items; `max_json` bounds an
+    object's or array's size written as JSON (characters), which no schema keyword can say.
     `default` None means "unset": the collection's own setting or the engine's default.
     `surfaces` lists where the option is offered.
     """
@@ -45,6 +49,12 @@ class Option:
     library: str | None = None  # the library keyword, when it differs from `name`
     limits: Mapping[str, float] = field(default_factory=dict)
     surfaces: tuple[str, ...] = SURFACES
+    min_length: int | None = None
+    max_length: int | None = None
+    pattern: str | None = None
+    item_min_length: int | None = None
+    item_max_length: int | None = None
+    max_json: int | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -76,9 +86,15 @@ HTTP_MAX_TOP_K = 100  # the sidecar's
 TOOL_MAX_TOP_K = 50  # a tool call's (an LLM's context is small)
 DEFAULT_TOP_K = 5
 
+MAX_QUERY_CHARS = 10_000  # a query or a question, on every interface but the library
+MAX_NAME_CHARS = 200  # a collection's name
+MAX_DOCUMENT_ID_CHARS = 1024
+MAX_FILTER_JSON = 100_000  # a filter written as JSON
+# Some character that no regex engine (Python, Rust, ECMA) nor `str.strip()` calls whitespace.
+VISIBLE = r"[^\s\x1c-\x1f\x85\ufeff]"
 _FILTER = (
     'Metadata filter, e.g. {"chapter": {"$gte": 3}} or {"tags": {"$overlap": ["x"]}} '
-    "(see docs/controls.md)."
+    f"(see docs/controls.md); at most {MAX_FILTER_JSON:,} characters as JSON."
 )
 
 SEARCH_OPTIONS: tuple[Option, ...] = (
@@ -156,7 +172,7 @@ SEARCH_OPTIONS: tuple[Option, ...] = (
         " searches run from 0 to 1 and mean the same in every search of a collection.",
         surfaces=("library", "cli", "http"),
     ),
-    Option("filters", "object", _FILTER, flag="--filter"),
+    Option("filters", "object", _FILTER, flag="--filter", max_length=100, max_json=MAX_FILTER_JSON),
     Option(
         "boosts",
         "array",
@@ -255,17 +271,35 @@ SEARCH_OPTIONS: tuple[Option, ...] = (
         default=False,
         surfaces=("library", "cli", "http"),
     ),
+    Option(
+        "bm25",
+        "object",
+        'BM25\'s term saturation and length normalisation for this search, e.g. {"k1": 1.2,'
+        ' "b": 0.75} (default: the collection\'s). The library also takes a BM25Params; the'
+        " command line says --k1 and --b.",
+        surfaces=("library", "http"),
+    ),
 )
 
 # The tools' own arguments (an LLM calls them): the query, collections by name, a budget,
 # and the document range of get_document.
 TOOL_ARGUMENTS: tuple[Option, ...] = (
-    Option("query", "string", "What to look for.", surfaces=("tool",)),
+    Option(
+        "query",
+        "string",
+        "What to look for.",
+        max_length=MAX_QUERY_CHARS,
+        surfaces=("cli", "http", "tool"),
+    ),
     Option(
         "collections",
         "array",
         "Collections to search together (default: the index's default collection).",
         items="string",
+        min_length=1,
+        max_length=16,
+        item_min_length=1,
+        item_max_length=MAX_NAME_CHARS,
         surfaces=("tool",),
     ),
     Option(
@@ -276,13 +310,96 @@ TOOL_ARGUMENTS: tuple[Option, ...] = (
         maximum=1_000_000,
         surfaces=("library", "cli", "http", "tool"),
     ),
-    Option("document_id", "string", "A search hit's document_id.", surfaces=("tool",)),
     Option(
-        "collection", "string", "The document's collection (default: default).", surfaces=("tool",)
+        "document_id",
+        "string",
+        "A search hit's document_id.",
+        min_length=1,
+        max_length=MAX_DOCUMENT_ID_CHARS,
+        pattern=VISIBLE,
+        surfaces=("tool",),
+    ),
+    Option(
+        "collection",
+        "string",
+        "The document's collection (default: default).",
+        min_length=1,
+        max_length=MAX_NAME_CHARS,
+        surfaces=("tool",),
     ),
     Option("start", "integer", "First character.", minimum=0, maximum=2**62, surfaces=("tool",)),
     Option(
         "end", "integer", "End character (exclusive).", minimum=0, maximum=2**62, surfaces=("tool",)
+    ),
+)
+
+# The options of `ask` (the answer stage), beside the search options it also takes.
+ASK_OPTIONS: tuple[Option, ...] = (
+    Option(
+        "question",
+        "string",
+        "The question to answer.",
+        max_length=MAX_QUERY_CHARS,
+        surfaces=("cli", "http"),
+    ),
+    Option(
+        "max_rounds",
+        "integer",
+        "Tool rounds in which the model may search again before it must answer (0: none).",
+        default=3,
+        minimum=0,
+        maximum=10,
+        surfaces=("library", "cli", "http"),
+    ),
+    Option(
+        "history",
+        "array",
+        'The conversation so far, oldest first, each {"role": "user" or "assistant",'
+        ' "content": "..."}: the question is then rewritten into a standalone search query.',
+        items="object",
+        max_length=100,
+        max_json=200_000,
+        surfaces=("library", "http"),
+    ),
+    Option(
+        "min_relevance",
+        "number",
+        "The relevance floor: below it the passages are taken not to cover the question and"
+        " the answer says so without calling the model. Default: the floor measured for the"
+        " collection's search; 0 never abstains.",
+        minimum=0,
+        maximum=1,
+        surfaces=("library", "cli", "http"),
+    ),
+    Option(
+        "max_tokens",
+        "integer",
+        "Most tokens the answer may take (default: the model's own limit).",
+        minimum=1,
+        maximum=100_000,
+        surfaces=("library", "cli", "http"),
+    ),
+    Option(
+        "show_prompt",
+        "boolean",
+        "Return (on the command line, print) the messages sent to the model.",
+        default=False,
+        surfaces=("library", "cli", "http"),
+    ),
+    Option(
+        "template",
+        "string",
+        "A file holding the system prompt, with {passages} where the numbered passages go"
+        " (and optionally {instruction} and {question}).",
+        surfaces=("library", "cli"),
+    ),
+    Option(
+        "stream",
+        "boolean",
+        "Answer as text/event-stream: the answer's text as it arrives, then one final event"
+        " with the whole answer.",
+        default=False,
+        surfaces=("http",),
     ),
 )
 
@@ -319,7 +436,8 @@ INDEX_OPTIONS: tuple[Option, ...] = (
     Option(
         "overlap",
         "integer",
-        "Characters shared by adjacent chunks.",
+        "Characters shared by adjacent chunks; smaller than max_chars unless that is 0 (a"
+        " rule between two fields, which JSON Schema cannot state: refused with bad_input).",
         default=80,
         minimum=0,
         maximum=1_000_000,
@@ -342,6 +460,7 @@ ARGUMENTS: dict[str, Option] = {
     **OPTIONS,
     **{o.name: o for o in TOOL_ARGUMENTS},
     **{o.name: o for o in INDEX_OPTIONS},
+    **{o.name: o for o in ASK_OPTIONS},
 }
 
 
