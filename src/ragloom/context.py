@@ -193,6 +193,19 @@ def _touches(group: list[Hit], hit: Hit, document_text: DocumentText) -> bool:
     return not text[gap[0] : gap[1]].strip()
 
 
+def _passage(
+    number: int, group: Sequence[Hit], label: str | None, start: int, end: int, text: str
+) -> Passage:
+    """The passage of merged hits, with the page and section they are on."""
+    first = group[0]
+    page, pages, section = locate(group)
+    chunk_ids = [h.chunk_id for h in group]
+    return Passage(
+        number, first.collection, first.document_id, first.source, first.title, label,
+        start, end, text, chunk_ids, page=page, pages=pages, section=section,
+    )  # fmt: skip
+
+
 def pack_context(
     sections: Sequence[tuple[str | None, Sequence[Hit]]],
     document_text: DocumentText,
@@ -236,19 +249,7 @@ def pack_context(
             if same in shown:
                 continue
             shown.add(same)
-            passage = Passage(
-                len(passages) + 1,
-                first.collection,
-                first.document_id,
-                first.source,
-                first.title,
-                label,
-                start,
-                end,
-                text,
-                [h.chunk_id for h in group],
-            )
-            passage.page, passage.pages, passage.section = locate(group)
+            passage = _passage(len(passages) + 1, group, label, start, end, text)
             header_cost = count_tokens("\n\n" + passage.header() + "\n")
             label_cost = cost if label and not section_lines else 0
             body_cost = count_tokens(text)

@@ -13,7 +13,7 @@ calling tools still ends with an answer.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from typing import Any
 
 from ragloom.contract.options import DEFAULT_TOP_K, TOOL_MAX_TOP_K
@@ -98,22 +98,25 @@ class Toolbox:
             hits = self.index.search(query, top_k, **kwargs)
             degraded = hits.degraded
         return {
-            "results": [
-                {
-                    "rank": rank,
-                    "document_id": h.document_id,
-                    "chunk_id": h.chunk_id,
-                    "collection": h.collection,
-                    "title": h.title,
-                    "source": h.source,
-                    "score": round(h.score, 6),
-                    "tokens": h.tokens,
-                    "text": h.text,
-                }
-                for rank, h in enumerate(hits, start=1)
-            ],
+            "results": [self.result(rank, h) for rank, h in enumerate(hits, start=1)],
             "total_tokens": sum(h.tokens or 0 for h in hits),
             "degraded": degraded,
+        }
+
+    def result(self, rank: int, hit: Any) -> dict[str, Any]:
+        """One search hit as the tool answers it."""
+        return {
+            "rank": rank,
+            "document_id": hit.document_id,
+            "chunk_id": hit.chunk_id,
+            "collection": hit.collection,
+            "title": hit.title,
+            "source": hit.source,
+            "score": round(hit.score, 6),
+            "tokens": hit.tokens,
+            "start": hit.start,
+            "end": hit.end,
+            "text": hit.text,
         }
 
     def get_document(
@@ -209,6 +212,10 @@ class Toolbox:
 
 
 Step = Callable[[list[dict[str, Any]], list[dict[str, Any]] | None], dict[str, Any]]
+# A streaming step: the model's text pieces as they come, then the assistant message (a dict).
+StreamStep = Callable[
+    [list[dict[str, Any]], list[dict[str, Any]] | None], Iterator["str | dict[str, Any]"]
+]
 
 
 def run_tool_loop(
@@ -222,12 +229,36 @@ def run_tool_loop(
     answered until the model replies without tools; after `max_rounds` rounds the model is
     called once more with no tools offered, so it must answer. Returns (the final assistant
     message, tool rounds used); `messages` grows with the exchange."""
+    rounds = stream_tool_loop(lambda m, t: iter((step(m, t),)), messages, toolbox, max_rounds)
+    while True:
+        try:
+            next(rounds)
+        except StopIteration as done:
+            return done.value
+
+
+def stream_tool_loop(
+    step: StreamStep,
+    messages: list[dict[str, Any]],
+    toolbox: Toolbox,
+    max_rounds: int = 3,
+) -> Generator[str, None, tuple[dict[str, Any], int]]:
+    """`run_tool_loop` for a model that streams: `step(messages, tools)` yields the text
+    pieces of its reply, then the assistant message. Yields the pieces of every round as
+    they come; returns (the final assistant message, tool rounds used)."""
     if isinstance(max_rounds, bool) or not isinstance(max_rounds, int) or max_rounds < 0:
         raise InputError(f"max_rounds must be a non-negative integer, got {max_rounds!r}")
     rounds = 0
     while True:
         offered = toolbox.schemas if rounds < max_rounds else None
-        message = step(messages, offered)
+        message: dict[str, Any] | None = None
+        for event in step(messages, offered):
+            if isinstance(event, str):
+                yield event
+            else:
+                message = event
+        if message is None:
+            raise InputError("the model step ended without a message")
         messages.append(message)
         calls = message.get("tool_calls")
         if not calls or offered is None:

@@ -30,6 +30,8 @@ SEARCH_HIT = _object(
         "source": _NAME,
         "score": {"type": "number"},
         "tokens": {"type": ["integer", "null"]},
+        "start": _COUNT,
+        "end": _COUNT,
         "text": _TEXT,
     }
 )
