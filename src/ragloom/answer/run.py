@@ -112,8 +112,9 @@ def ask_stream(
         result.query, failed = _rewritten(model, question, turns, result)
         result.timings["rewrite"] = _milliseconds(started)
     retrieving = time.perf_counter()
+    searching = {**search, "strict": True} if strict else search
     hits, packed = index.read(
-        lambda reader: _retrieve(reader, result.query, collection, top_k, budget, search)
+        lambda reader: _retrieve(reader, result.query, collection, top_k, budget, searching)
     )
     sources = Sources(packed.passages)
     result.passages = sources.passages
