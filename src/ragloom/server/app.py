@@ -12,6 +12,7 @@ from starlette.responses import Response
 
 from ragloom.errors import StoreError
 from ragloom.server import capabilities, handlers
+from ragloom.server.asking import build_ask_router
 from ragloom.server.auth import OPEN_PATHS, BearerAuth
 from ragloom.server.holder import IndexHolder
 from ragloom.server.hosts import HostCheck, allowed_names
@@ -65,6 +66,7 @@ def create_app(settings: ServerSettings) -> FastAPI:
     app.state.settings = settings
     app.state.metrics = metrics
     app.include_router(build_router(holder, settings, worker, jobs, metrics))
+    app.include_router(build_ask_router(holder, settings.roots))
     app.include_router(build_inspector())
 
     @app.get("/metrics", include_in_schema=False)
