@@ -196,11 +196,11 @@ class LLMServer:
                     return
                 if self.piece_delay:
                     time.sleep(self.piece_delay)
+                with self._lock:
+                    self.sent.append((time.monotonic(), piece))  # just before it goes out
                 write(
                     _openai_chunk(body, {"content": piece}) if openai else _ollama_line(body, piece)
                 )
-                with self._lock:
-                    self.sent.append((time.monotonic(), piece))
             if openai:
                 for index, call in enumerate(calls):
                     for delta in _openai_call_deltas(index, call):

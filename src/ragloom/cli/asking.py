@@ -5,6 +5,7 @@ the passages it cites; `--json` prints the whole result instead. Its options are
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -40,9 +41,17 @@ def read_history(path: str | None) -> list[Any] | None:
     return data
 
 
+def shown_path(source: str | None) -> str | None:
+    """A source under the current folder as a path relative to it."""
+    if not source or not os.path.isabs(source):
+        return source
+    relative = os.path.relpath(source)
+    return source if relative.startswith("..") else relative
+
+
 def where(passage: dict[str, Any]) -> str:
     """A passage's place: source (or document), title, page or section, span."""
-    parts = [passage.get("source") or passage["document_id"]]
+    parts = [shown_path(passage.get("source")) or passage["document_id"]]
     if passage.get("title"):
         parts.append(f'"{passage["title"]}"')
     if passage.get("pages"):
