@@ -1,6 +1,6 @@
-"""What `ask` costs besides the model (issue 47's targets), measured under the heavy lock.
+"""What `ask` costs besides the model (issue 47's targets); run it with nothing else busy.
 
-Usage: flock /work/heavy.lock python bench/ask_timing.py [--chunks 100000]
+Usage: python bench/ask_timing.py [--chunks 100000]
            [--work /tmp/ragloom-ask] [--cache /tmp/ragloom-scale/cache] [--passes 3]
            [--tokens 30] [--json]
 

@@ -7,14 +7,14 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from ragloom.context import Passage
+from ragloom.context import Passage, count_tokens
 
 _CITED = ("document_id", "collection", "start", "end", "source", "title", "page", "pages")
 
 
 class Sources:
-    """Passages by number (1, 2, ...), each a dict: number, collection, document_id,
-    chunk_ids, start, end, source, title, page, pages, section, text, found_by."""
+    """Passages by number (1, 2, ...), each a dict: number, collection, document_id, source,
+    title, start, end, chunk_ids, tokens, truncated, page, pages, section, text, found_by."""
 
     def __init__(self, passages: Iterable[Passage] = ()) -> None:
         self.passages: list[dict[str, Any]] = []
@@ -31,6 +31,9 @@ class Sources:
         if key not in self._numbers:
             number = len(self.passages) + 1
             self._numbers[key] = number
+            passage.setdefault("truncated", False)
+            if "tokens" not in passage:
+                passage["tokens"] = count_tokens(passage["text"])
             self.passages.append({"number": number, **passage})
         return self._numbers[key]
 

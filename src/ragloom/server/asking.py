@@ -107,9 +107,26 @@ class Citation(BaseModel):
     section: str | None
 
 
-class AskPassage(schemas.Passage):
+class AskPassage(BaseModel):
+    """A passage the model was given, by its number."""
+
+    number: int
+    collection: str
+    document_id: str
+    source: str | None
+    title: str | None
+    start: int
+    end: int
+    chunk_ids: list[str]
+    tokens: int
+    truncated: bool
+    page: int | None
+    pages: list[int] | None
+    section: str | None
     text: str
-    found_by: str = Field(description="context (the first passages), search or get_document.")
+    found_by: Literal["context", "search", "get_document"] = Field(
+        description="context (the first passages), or the model's search or get_document."
+    )
 
 
 class AskResponse(BaseModel):
