@@ -5,6 +5,8 @@ a real `ragloom serve` whose model is a loopback stand-in; `ragloom.Client.ask` 
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import httpx
@@ -19,7 +21,7 @@ from tests.llm_server import LLMServer
 LORE = [
     ("key", "Mira forged the silver key in the north tower at midwinter.", {"page": 3}),
     ("gate", "The silver key opens the gate of the drowned city under the lake.", {}),
-    ("oren", "Oren rows the ferry across the cold lake every night.", {}),
+    ("oren", "Oren rows the ferry across the cold lake every night.", {"kind": "ferry"}),
 ]
 
 
@@ -182,3 +184,47 @@ def test_passages_are_the_ones_the_prompt_held(served, fresh, tmp_path: Path):
     system = data["prompt"][0]["content"]
     for passage in data["passages"]:
         assert f"[{passage['number']}]" in system and passage["text"] in system
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {},
+        {"top_k": 1},
+        {"mode": "lexical", "filters": {"kind": "ferry"}},
+        {"bm25": {"k1": 1.2, "b": 0.75}, "max_rounds": 0},
+        {"min_relevance": 1.0},
+    ],
+    ids=["plain", "top_k", "filter", "bm25", "floor"],
+)
+def test_every_interface_gives_the_same_answer(served, fresh, options):
+    """The library, the command line, HTTP and the Python client: the same passages, the same
+    answer, citations and abstention for the same question and options."""
+    fresh.responder = lambda messages: "The lake [1] and the key [2] [8]."
+    question = "silver key lake"
+    spec = f"openai:tiny@{fresh.url}?timeout=10"
+    shape = lambda d: (  # noqa: E731
+        d["answer"],
+        d["invalid_citations"],
+        d["abstained"],
+        [(p["number"], p["document_id"], p["start"], p["end"]) for p in d["passages"]],
+        [c["n"] for c in d["citations"]],
+    )
+    with ragloom.Index(served.index_path, embedder=None, llm=spec) as index:
+        library = shape(index.ask(question, **options).to_dict())
+    http = shape(httpx.post(f"{served.url}/ask", json={"question": question, **options}).json())
+    with ragloom.Client(served.url) as client:
+        via_client = shape(client.ask(question, **options).to_dict())
+    args = [sys.executable, "-m", "ragloom", "--index", str(served.index_path), "--llm", spec]
+    args += ["ask", question, "--json"]
+    for name, value in options.items():
+        if name == "bm25":
+            for key, number in value.items():
+                args += [f"--{key}", str(number)]
+        elif name == "filters":
+            args += ["--filter", json.dumps(value)]
+        else:
+            args += [f"--{name.replace('_', '-')}", str(value)]
+    done = subprocess.run(args, capture_output=True, text=True, timeout=120)
+    command_line = shape(json.loads(done.stdout))
+    assert library == http == via_client == command_line
