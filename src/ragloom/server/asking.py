@@ -212,6 +212,30 @@ def _started(holder: IndexHolder, body: Any) -> tuple[Iterator[Any], list[Any]]:
     return events, [next(events)]
 
 
+def _event(name: str, content: dict[str, Any], description: str) -> dict[str, Any]:
+    data = {"type": "string", "contentMediaType": "application/json", "contentSchema": content}
+    return {
+        "type": "object",
+        "description": description,
+        "properties": {"event": {"const": name}, "data": data},
+        "required": ["event", "data"],
+    }
+
+
+# One server-sent event of a streamed answer (OpenAPI 3.1: the schema of each event).
+EVENT_SCHEMA = {
+    "oneOf": [
+        _event(
+            "text",
+            {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]},
+            "A piece of the answer's text, as the model sent it.",
+        ),
+        _event("done", {"$ref": "#/components/schemas/AskResponse"}, "The whole answer, last."),
+        _event("error", {"$ref": "#/components/schemas/ErrorResponse"}, "The answer failed."),
+    ]
+}
+
+
 def build_ask_router(holder: IndexHolder, roots: Sequence[Path]) -> APIRouter:
     """The `/ask` endpoint over one index."""
     router = APIRouter()
@@ -220,13 +244,14 @@ def build_ask_router(holder: IndexHolder, roots: Sequence[Path]) -> APIRouter:
         for status, text in (
             (400, "A field missing, unknown or of the wrong type (bad_request), or bad input"),
             (404, "Unknown collection"),
+            (409, "The collection cannot serve this (no vectors, or another model's vectors)"),
             (502, "With strict: the model failed (llm_failed, offline)"),
             (503, "Index unavailable"),
         )
     }
     stream_doc = {
         200: {
-            "content": {"text/event-stream": {"schema": {"type": "string"}}},
+            "content": {"text/event-stream": {"schema": EVENT_SCHEMA}},
             "description": 'JSON, or with "stream": true server-sent events: `text` events'
             ' ({"text": ...}), then `done` (this JSON) or `error` (the error envelope).',
         }

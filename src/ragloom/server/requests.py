@@ -223,10 +223,13 @@ class _Controls(_Strict):
     """How one search runs: legs, fusion, filters, boosts, diversity, steps (see
     docs/controls.md). The fields are derived from `ragloom.contract.options`."""
 
-    def search_kwargs(self) -> dict[str, Any]:
-        """Keywords for `Index.search`: the options set (None leaves the engine's default)."""
+    def search_kwargs(self, given_only: bool = False) -> dict[str, Any]:
+        """Keywords for `Index.search`: the options set (None leaves the engine's default);
+        `given_only`: only those the body gave (not the declared defaults)."""
         out: dict[str, Any] = {}
         for name in CONTROLS:
+            if given_only and name not in self.model_fields_set:
+                continue
             value = getattr(self, name)
             if value is None:
                 continue
