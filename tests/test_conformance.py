@@ -25,6 +25,8 @@ from ragloom.contract import ARGUMENTS, offered
 from ragloom.errors import RagloomError
 from tests.server_launch import ServerProcess
 
+from .children import mcp_env
+
 DOCS = [
     ("key", "Mira forged the silver key in the north tower.", {"book": 1, "tags": ["forge"]}),
     ("gate", "The silver key opens the gate of the drowned city.", {"book": 2, "tags": ["city"]}),
@@ -77,6 +79,9 @@ CASES = [
     Case("hops 1", "silver", {"hops": 1}),
     Case("explain", "silver key", {"explain": True}),
     Case("tokens", "silver key", {"tokens": True}),
+    Case("bm25", "silver key", {"bm25": {"k1": 1.2, "b": 0.75}}),
+    Case("bm25 k1 only", "silver key", {"bm25": {"k1": 2.0}}),
+    Case("top_k 2.0", "silver", {"top_k": 2.0}, count=2),
     # bad input: the same code everywhere
     Case("top_k 0", "silver", {"top_k": 0}, error="bad_request"),
     Case("top_k huge", "silver", {"top_k": 10**9}, error="bad_request"),
@@ -99,6 +104,14 @@ CASES = [
     ),
     Case("boost factor 0", "silver", {"boosts": [{"when": {}, "factor": 0}]}, error="bad_request"),
     Case("unknown option", "silver", {"colour": "red"}, error="bad_request"),
+    Case("bm25 b 2", "silver", {"bm25": {"b": 2.0}}, error="bad_request"),
+    Case("query too long", "silver " * 2000, error="bad_request"),
+    Case(
+        "filters too many",
+        "silver",
+        {"filters": {f"k{i}": 1 for i in range(101)}},
+        error="bad_request",
+    ),
     Case("unknown collection", "silver", collection="nope", error="not_found"),
 ]
 
@@ -111,7 +124,8 @@ def _needs(case: Case) -> set[str]:
 
 def _offered(surface: str) -> set[str]:
     names = {o.name for o in offered(surface)}
-    return names | ({"collections"} if surface == "tool" else set())
+    own = {"tool": {"collections"}, "cli": {"bm25"}}  # the command line says --k1 and --b
+    return names | own.get(surface, set())
 
 
 # Which contract surface each interface speaks; the frameworks take the library's options.
@@ -127,7 +141,7 @@ SURFACE = {
 }
 # What an interface cannot express at all (a typed value its own parser turns into another).
 CANNOT = {
-    "cli": {"top_k text", "top_k fraction", "top_k bool", "filters not object"},
+    "cli": {"top_k text", "top_k fraction", "top_k 2.0", "top_k bool", "filters not object"},
 }
 
 
@@ -189,7 +203,10 @@ def _cli_args(case: Case) -> list[str]:
         args += ["--collection", case.collection]
     for name, value in case.options.items():
         option = ARGUMENTS.get(name)
-        if option is None:  # undeclared: a flag of that name
+        if name == "bm25":
+            for key, number in value.items():
+                args += [f"--{key}", str(number)]
+        elif option is None:  # undeclared: a flag of that name
             args += ["--" + name.replace("_", "-"), str(value)]
         elif option.kind == "boolean":
             args += [option.cli_flag] if value else []
@@ -258,7 +275,7 @@ def run_mcp(index_path: Path, cases: list[Case]) -> dict[str, Outcome]:
     params = StdioServerParameters(
         command=sys.executable,
         args=["-m", "ragloom", "--index", str(index_path), "--embedder", "none", "mcp"],
-        env={"RAGLOOM_EMBEDDER": "none"},
+        env=mcp_env(),
     )
 
     async def session() -> dict[str, Outcome]:

@@ -105,3 +105,52 @@ def test_search_many_groups_and_merges(index: Index):
     assert len(result.merged) == 5 and not result.degraded
     with pytest.raises(InputError, match="collection"):
         index.search_many("x", [{"top_k": 1}])
+
+
+def test_a_block_without_passages_says_retrieval_found_nothing(index: Index):
+    """An off-topic question: the block tells the model retrieval found nothing."""
+    from ragloom.context import NOTHING_FOUND
+
+    packed = index.context("quantum chromodynamics gluon", top_k=3)
+    assert packed.passages == []
+    assert packed.text == GROUNDING_INSTRUCTION + "\n\n" + NOTHING_FOUND
+    assert packed.to_dict()["note"] == NOTHING_FOUND
+    found = index.context("silver key lamp", top_k=1)
+    assert found.note is None and NOTHING_FOUND not in found.text
+
+
+def test_the_note_says_when_nothing_fitted_the_budget(index: Index):
+    from ragloom.context import NONE_FITTED
+
+    packed = index.context("silver key lamp", top_k=1, budget=count_tokens(GROUNDING_INSTRUCTION))
+    assert packed.passages == [] and packed.omitted == 1
+    assert packed.note == NONE_FITTED and packed.text.endswith(NONE_FITTED)
+
+
+def test_passages_carry_page_and_section_from_chunk_metadata(tmp_path: Path):
+    """What a converter puts on chunks (page or pages, section) reaches the passage."""
+    with Index(tmp_path / "pages.db", embedder=None) as idx:
+        idx.add(
+            [
+                Document("a", "The glass furnace runs hot.", metadata={"page": 3}),
+                Document(
+                    "b",
+                    "Annealing cools the glass slowly.",
+                    title="Glass",
+                    metadata={"pages": [4, 5], "section": ["Methods", "Annealing"]},
+                ),
+                Document("c", "No page for the glass here.", metadata={"page": True}),
+            ]
+        )
+        packed = idx.context("glass", top_k=3)
+    by_id = {p.document_id: p for p in packed.passages}
+    assert (by_id["a"].page, by_id["a"].pages, by_id["a"].section) == (3, None, None)
+    assert (by_id["b"].page, by_id["b"].pages) == (4, [4, 5])
+    assert by_id["b"].section == "Methods > Annealing"
+    assert by_id["c"].page is None
+    assert f"[{by_id['a'].number}] p. 3\n" in packed.text
+    assert f"[{by_id['b'].number}] pp. 4-5 | title: Glass | section: Methods > Annealing\n" in (
+        packed.text
+    )
+    assert by_id["b"].to_dict()["pages"] == [4, 5]
+    assert by_id["b"].to_dict()["place"] == "pp. 4-5"

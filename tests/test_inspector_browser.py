@@ -13,9 +13,11 @@ import pytest
 from playwright.sync_api import Browser, Page, expect, sync_playwright
 
 import ragloom
+from ragloom.answer import NOT_COVERED
 from tests.server_launch import ServerProcess
 
 from .format_files import report_pdf
+from .llm_server import LLMServer
 from .scenario_data import NOVEL_CHAPTERS, write_lore
 
 CHROMIUM = os.environ.get("RAGLOOM_CHROMIUM", "/usr/bin/chromium")
@@ -201,3 +203,47 @@ def test_a_pdf_hit_shows_its_page(browser: Browser, tmp_path: Path) -> None:
         expect(page.locator("#document-meta")).to_contain_text(", p. 2, chars")
         assert problems == []
         page.close()
+
+
+def test_the_ask_box_streams_an_answer_with_its_sources(browser: Browser, index_file: Path):
+    """The Ask box against a server whose model is a loopback stand-in (OpenAI's streamed
+    protocol): the text appears while the model is still sending it, then its sources, each
+    [n] of the answer a link to its passage; a citation of no passage is taken out; an
+    off-topic question is answered "not covered" without the model."""
+    with LLMServer() as model:
+        model.piece_delay = 0.4  # the answer takes seconds to arrive: it must show as it comes
+        model.responder = lambda messages: (
+            "Kaelen Voss carries a brass compass [1] that points toward what its holder fears"
+            " most [7]. He owes the Guild three years [1]."
+        )
+        env = {"RAGLOOM_EMBEDDER": "auto", "RAGLOOM_LLM": f"openai:tiny@{model.url}?timeout=20"}
+        with ServerProcess(index_file, env=env) as live:
+            page, problems = open_page(browser, live.url)
+            expect(page.locator("#stats-table tbody tr")).to_have_count(2)
+            page.select_option("#collection", "lore")
+            page.fill("#ask-question", "What does Kaelen Voss carry?")
+            page.click("#ask-button")
+            answer = page.locator("#answer")
+            expect(answer).to_contain_text("Kaelen Voss carries")
+            assert page.locator("#answer-status").inner_text() == "answering…"
+            expect(page.locator("#answer-sources li")).to_have_count(1)
+            assert "[7]" not in answer.inner_text()
+            assert answer.inner_text().endswith("He owes the Guild three years [1].")
+            expect(page.locator("#answer-status")).to_contain_text("cited no passage given: [7]")
+            source = page.locator("#answer-sources li").first
+            expect(source).to_contain_text("characters.md")
+            assert "compass" in source.locator(".snippet").inner_text()
+            page.locator("#answer a.cite").first.click()
+            source.locator("button.open-document").click()
+            expect(page.locator("#document-text mark.span")).to_be_visible()
+            ARTIFACTS.mkdir(exist_ok=True)
+            page.screenshot(path=str(ARTIFACTS / "inspector-ask.png"), full_page=True)
+
+            requests_before = len(model.chat_requests())
+            page.fill("#ask-question", "quantum chromodynamics of gluon plasma")
+            page.click("#ask-button")
+            expect(page.locator("#answer-status")).to_contain_text("not covered")
+            expect(answer).to_have_text(NOT_COVERED)
+            assert len(model.chat_requests()) == requests_before
+            assert problems == []
+            page.close()

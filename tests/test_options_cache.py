@@ -21,12 +21,16 @@ def test_plain_keywords_give_the_same_options_object() -> None:
 
 def test_equal_values_of_another_type_are_checked_afresh() -> None:
     assert search_options(1).top_k == 1
-    for bad in (True, 1.0):  # equal to 1 and hashed alike, but not a JSON integer
-        with pytest.raises(InvalidRequest, match="top_k must be a JSON integer"):
-            search_options(bad)
+    with pytest.raises(InvalidRequest, match="top_k must be a JSON integer"):
+        search_options(True)  # equal to 1 and hashed alike, but not a JSON integer
+    # 1.0 is an integer to JSON Schema: taken as 1 (an int), in options of its own
+    assert type(search_options(1.0).top_k) is int and search_options(1.0).top_k == 1
+    with pytest.raises(InvalidRequest, match="top_k must be a JSON integer"):
+        search_options(1.5)
     assert search_options(5, candidates=40).candidates == 40
+    assert type(search_options(5, candidates=40.0).candidates) is int
     with pytest.raises(InvalidRequest):
-        search_options(5, candidates=40.0)
+        search_options(5, candidates=40.5)
 
 
 def test_invalid_options_raise_every_time() -> None:

@@ -525,3 +525,26 @@ def test_concurrent_index_calls_do_not_corrupt(http: httpx.Client, server: Serve
             assert served[0]["document_id"] == f"r{i:03d}"
     with sqlite3.connect(server.index_path) as conn:
         assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+
+
+def test_a_querys_own_controls_apply_to_each_of_its_collections(http: httpx.Client):
+    """With `collections`, the body's controls are shared by every collection that does not
+    set them (as `Index.search_many` takes shared keywords); a collection's own win. A step
+    the server has no service for is refused there as anywhere (not silently ignored)."""
+    for name, book in (("shared-a", 1), ("shared-b", 2)):
+        docs = [
+            {"id": f"{name}-{n}", "text": "the amber lamp", "metadata": {"book": n}}
+            for n in (book, book + 10)
+        ]
+        assert http.post("/index", json={"collection": name, "documents": docs}).status_code == 200
+    body = {
+        "query": "amber lamp",
+        "filters": {"book": {"$lt": 10}},
+        "collections": [{"collection": "shared-a"}, {"collection": "shared-b", "filters": {}}],
+    }
+    groups = http.post("/query", json=body).json()["groups"]
+    assert [r["document_id"] for r in groups[0]["results"]] == ["shared-a-1"]
+    assert {r["document_id"] for r in groups[1]["results"]} == {"shared-b-2", "shared-b-12"}
+    refused = http.post("/query", json={**body, "hops": 2})
+    _error(refused, 400, "bad_input")
+    assert "needs an LLM" in refused.json()["error"]

@@ -12,6 +12,8 @@ import pytest
 import ragloom
 from ragloom.tools import SCHEMAS, Toolbox, run_tool_loop
 
+from .children import mcp_env
+
 DOCS = [
     ("key", "Mira forged the silver key in the north tower.", {"book": 1}, "lore"),
     ("gate", "The silver key opens the gate of the drowned city.", {"book": 2}, "lore"),
@@ -154,7 +156,7 @@ def test_mcp_server_over_stdio(index_file):
             "-c",
             "lore",
         ],
-        env={"RAGLOOM_EMBEDDER": "none"},
+        env=mcp_env(),
     )
 
     async def session() -> None:
@@ -190,7 +192,7 @@ def test_mcp_schemas_carry_every_bound_and_refuse_what_they_do_not_allow(index_f
     params = StdioServerParameters(
         command=sys.executable,
         args=["-m", "ragloom", "--index", str(index_file), "--embedder", "none", "mcp"],
-        env={"RAGLOOM_EMBEDDER": "none"},
+        env=mcp_env(),
     )
     calls = {
         "missing query": ("search", {"top_k": 2}),
@@ -200,6 +202,17 @@ def test_mcp_schemas_carry_every_bound_and_refuse_what_they_do_not_allow(index_f
         "budget zero": ("context", {"query": "key", "budget": 0}),
         "negative start": ("get_document", {"document_id": "key", "start": -1}),
         "string top_k": ("search", {"query": "key", "top_k": "3"}),
+        "query too long": ("search", {"query": "key " * 50_000}),
+        "no collection": ("search", {"query": "key", "collections": []}),
+        "long collection name": ("search", {"query": "key", "collections": ["c" * 201]}),
+        "empty document id": ("get_document", {"document_id": ""}),
+        "blank document id": ("get_document", {"document_id": " \t"}),
+        "huge filter": ("search", {"query": "key", "filters": {"k": ["v" * 1000] * 120}}),
+    }
+    accepted = {
+        "top_k 2.0": ("search", {"query": "silver key", "top_k": 2.0, "collections": ["lore"]}),
+        "context": ("context", {"query": "Mira", "collections": ["people"]}),
+        "document": ("get_document", {"document_id": "key", "collection": "lore", "end": 4.0}),
     }
 
     async def session() -> tuple[dict, dict]:
@@ -213,9 +226,29 @@ def test_mcp_schemas_carry_every_bound_and_refuse_what_they_do_not_allow(index_f
             for case, (tool, arguments) in calls.items():
                 result = await client.call_tool(tool, arguments)
                 answers[case] = (result.is_error, result.content[0].text)
-            return listed, answers
+            for case, (tool, arguments) in accepted.items():
+                # the client checks the structured answer against the tool's output schema
+                result = await client.call_tool(tool, arguments)
+                answers[case] = (result.is_error, result.structured_content)
+            outputs = {t.name: t.output_schema for t in (await client.list_tools()).tools}
+            return listed, answers, outputs
 
-    listed, answers = anyio.run(session)
+    listed, answers, outputs = anyio.run(session)
+    search, context, get_document = listed["search"], listed["context"], listed["get_document"]
+    assert {name: schema["type"] for name, schema in outputs.items()} == {
+        "search": "object",
+        "get_document": "object",
+        "context": "object",
+    }
+    assert answers.pop("top_k 2.0")[1]["results"].__len__() == 2
+    assert answers.pop("document")[1]["text"] == DOCS[0][1][:4]
+    assert answers.pop("context")[1]["passages"]
+    assert search["properties"]["query"]["maxLength"] == 10_000
+    assert search["properties"]["collections"]["maxItems"] == 16
+    assert search["properties"]["collections"]["items"]["maxLength"] == 200
+    assert search["properties"]["filters"]["maxProperties"] == 100
+    assert get_document["properties"]["document_id"]["maxLength"] == 1024
+    assert get_document["properties"]["document_id"]["minLength"] == 1
     search, context, get_document = listed["search"], listed["context"], listed["get_document"]
     assert search["properties"]["top_k"] | {"description": ""} == {
         "type": "integer",
@@ -237,3 +270,4 @@ def test_mcp_schemas_carry_every_bound_and_refuse_what_they_do_not_allow(index_f
     assert "missing argument 'query'" in answers["missing query"][1]
     assert "unknown argument(s) k" in answers["unknown argument"][1]
     assert "top_k must be at most 50" in answers["top_k too big"][1]
+    assert "query must have at most 10,000 characters" in answers["query too long"][1]

@@ -2,6 +2,7 @@
 
 from typing import TYPE_CHECKING
 
+from ragloom.answer import AskResult
 from ragloom.config import CollectionConfig
 from ragloom.errors import (
     ArchiveTooLarge,
@@ -82,6 +83,7 @@ def __getattr__(name: str) -> object:
 
 
 __all__ = [
+    "AskResult",
     "BM25Params",
     "Chunk",
     "ChunkSpan",

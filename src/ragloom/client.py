@@ -6,7 +6,8 @@ Errors come back typed: the server's error code picks the class (`NotFound`, `In
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import json
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import fields
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,7 @@ from urllib.parse import quote
 
 import httpx
 
+from ragloom.answer import AskResult
 from ragloom.contract.options import DEFAULT_TOP_K
 from ragloom.errors import RagloomError
 from ragloom.index import IndexReport
@@ -102,6 +104,30 @@ def _result(answer: Mapping[str, Any]) -> SearchResult:
         steps,
         answer.get("total_tokens"),
     )
+
+
+_ASK_FIELDS = frozenset(f.name for f in fields(AskResult))
+
+
+def _ask_result(answer: Mapping[str, Any]) -> AskResult:
+    """The library's `AskResult` from an `/ask` answer."""
+    return AskResult(**{k: v for k, v in answer.items() if k in _ASK_FIELDS})
+
+
+def server_events(lines: Iterable[str]) -> Iterator[tuple[str, Any]]:
+    """(event name, JSON data) of each server-sent event in `lines`."""
+    name, data = "message", list[str]()
+    for line in lines:
+        if not line:
+            if data:
+                yield name, json.loads("\n".join(data))
+            name, data = "message", []
+        elif line.startswith("event:"):
+            name = line[6:].strip()
+        elif line.startswith("data:"):
+            data.append(line[5:].strip())
+    if data:
+        yield name, json.loads("\n".join(data))
 
 
 class Client:
@@ -233,6 +259,46 @@ class Client:
         """The prompt block: chunks joined with "\\n---\\n", or with `budget` / `collections`
         a numbered, cited context."""
         return str(self.query(query, top_k, collection, **controls)["context"])
+
+    def ask(
+        self,
+        question: str,
+        top_k: int = DEFAULT_TOP_K,
+        collection: str | None = None,
+        **options: Any,
+    ) -> AskResult:
+        """The server's answer (`POST /ask`) as the library's `AskResult`; `options` as for
+        `Index.ask` (history, max_rounds, min_relevance, max_tokens, show_prompt, budget,
+        strict and the search controls)."""
+        body = {**_query_body(question, top_k, collection, options), "question": question}
+        del body["query"]
+        return _ask_result(self._call("POST", "/ask", json=body))
+
+    def ask_stream(
+        self,
+        question: str,
+        top_k: int = DEFAULT_TOP_K,
+        collection: str | None = None,
+        **options: Any,
+    ) -> Iterator[str | AskResult]:
+        """`ask` as the server streams it: text pieces, then the `AskResult`."""
+        body = {**_query_body(question, top_k, collection, options), "question": question}
+        del body["query"]
+        body["stream"] = True
+        try:
+            with self._http.stream("POST", "/ask", json=body) as response:
+                if not response.is_success:
+                    response.read()
+                    self._answer("POST", "/ask", response)
+                for event, data in server_events(response.iter_lines()):
+                    if event == "text":
+                        yield data["text"]
+                    elif event == "done":
+                        yield _ask_result(data)
+                    elif event == "error":
+                        raise error_from_payload(502, data)
+        except httpx.TransportError as exc:
+            raise self._unreachable("POST", "/ask", exc) from None
 
     def delete(self, doc_id: str, collection: str | None = None) -> int:
         """Delete a document; returns the number of chunks removed (`NotFound` if unknown)."""

@@ -19,6 +19,15 @@ GROUNDING_INSTRUCTION = (
     "like [1]. If the passages do not cover the question, say so plainly instead of guessing."
 )
 MIN_PARTIAL_TOKENS = 24  # a passage cut shorter than this is left out instead
+# Said in the block itself when it holds no passage, so that a model reading it knows that
+# retrieval ran and found nothing (not that the passages were lost on the way).
+NOTHING_FOUND = (
+    "Retrieval found no passages for this question: say that the material does not cover it."
+)
+NONE_FITTED = (
+    "The passages found did not fit the token budget: say that the material shown does not"
+    " cover the question."
+)
 
 DocumentText = Callable[[str, str], str]  # (collection, document_id) -> full text
 
@@ -62,10 +71,13 @@ class Passage:
     chunk_ids: list[str]
     tokens: int = 0
     truncated: bool = False
-    place: str | None = None  # its page(s), slide or cell: "p. 3"
+    place: str | None = None  # its page(s), slide or cell in words: "p. 3", "slide 2"
+    page: int | None = None  # the first page the passage is on, when known
+    pages: list[int] | None = None  # every page it spans, when more than one
+    section: str | None = None  # the section (heading path) it is in, when known
 
     def header(self) -> str:
-        """`[n] source: survey.pdf, p. 3 | title: ...` (each part left out when unknown)."""
+        """`[n] source: survey.pdf, p. 3 | title: ... | section: ...` (unknown parts left out)."""
         parts = []
         if self.source:
             parts.append(f"source: {self.source}" + (f", {self.place}" if self.place else ""))
@@ -73,6 +85,8 @@ class Passage:
             parts.append(self.place)
         if self.title:
             parts.append(f"title: {self.title}")
+        if self.section:
+            parts.append(f"section: {self.section}")
         return f"[{self.number}] " + " | ".join(parts) if parts else f"[{self.number}]"
 
     def to_dict(self) -> dict[str, Any]:
@@ -89,18 +103,23 @@ class Passage:
             "tokens": self.tokens,
             "truncated": self.truncated,
             "place": self.place,
+            "page": self.page,
+            "pages": self.pages,
+            "section": self.section,
         }
 
 
 @dataclass
 class PackedContext:
-    """The prompt block, its token count, and the passages it cites."""
+    """The prompt block, its token count, and the passages it cites. `note` says, in the
+    block and here, why it holds no passage (retrieval found none, or none fitted)."""
 
     text: str
     tokens: int
     passages: list[Passage] = field(default_factory=list)
     budget: int | None = None
     omitted: int = 0  # merged passages left out for lack of budget
+    note: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -109,7 +128,46 @@ class PackedContext:
             "budget": self.budget,
             "omitted": self.omitted,
             "passages": [p.to_dict() for p in self.passages],
+            "note": self.note,
         }
+
+
+def _pages(value: Any) -> list[int]:
+    """Page numbers from chunk metadata: a number, a list of them, or a "3-5" range."""
+    if isinstance(value, bool):
+        return []
+    if isinstance(value, int):
+        return [value]
+    if isinstance(value, (list, tuple)):
+        return [v for v in value if isinstance(v, int) and not isinstance(v, bool)]
+    if isinstance(value, str):
+        low, _, high = value.partition("-")
+        if low.strip().isdigit() and (not high or high.strip().isdigit()):
+            return list(range(int(low), int(high or low) + 1))[:10_000]
+    return []
+
+
+def locate(hits: Sequence[Hit]) -> tuple[int | None, list[int] | None, str | None]:
+    """(first page, every page when more than one, section) of merged hits, from the
+    metadata a converted file's chunks carry (`page`, `pages`; `section`, or else the
+    `headings` path every chunker gives)."""
+    pages: set[int] = set()
+    section = None
+    for hit in hits:
+        meta = hit.metadata or {}
+        for key in ("page", "pages"):
+            pages.update(_pages(meta.get(key)))
+        value = meta.get("section") or meta.get("headings")
+        if section is None and isinstance(value, str) and value.strip():
+            section = value.strip()
+        elif section is None and isinstance(value, list) and value:
+            section = " > ".join(str(v) for v in value)
+    ordered = sorted(pages)
+    return (
+        ordered[0] if ordered else None,
+        ordered if len(ordered) > 1 else None,
+        section,
+    )
 
 
 def merge_hits(hits: Sequence[Hit], document_text: DocumentText) -> list[list[Hit]]:
@@ -136,20 +194,18 @@ def _touches(group: list[Hit], hit: Hit, document_text: DocumentText) -> bool:
     return not text[gap[0] : gap[1]].strip()
 
 
-def _group_place(group: list[Hit]) -> str | None:
-    """The page(s), slide or cell of a merged passage: its hits' places joined up."""
-    pages = sorted({p for h in group for p in _pages(h.metadata)})
-    if len(pages) > 1:
-        return place_of({"pages": pages})
-    return place_of(group[0].metadata)
-
-
-def _pages(metadata: dict[str, Any]) -> list[int]:
-    pages = metadata.get("pages")
-    if isinstance(pages, list) and all(isinstance(p, int) for p in pages):
-        return pages
-    page = metadata.get("page")
-    return [page] if isinstance(page, int) and not isinstance(page, bool) else []
+def _passage(
+    number: int, group: Sequence[Hit], label: str | None, start: int, end: int, text: str
+) -> Passage:
+    """The passage of merged hits, with the page(s), slide or cell and section they are on."""
+    first = group[0]
+    page, pages, section = locate(group)
+    place = place_of({"pages": pages} if pages else first.metadata)
+    chunk_ids = [h.chunk_id for h in group]
+    return Passage(
+        number, first.collection, first.document_id, first.source, first.title, label,
+        start, end, text, chunk_ids, place=place, page=page, pages=pages, section=section,
+    )  # fmt: skip
 
 
 def pack_context(
@@ -195,19 +251,7 @@ def pack_context(
             if same in shown:
                 continue
             shown.add(same)
-            passage = Passage(
-                len(passages) + 1,
-                first.collection,
-                first.document_id,
-                first.source,
-                first.title,
-                label,
-                start,
-                end,
-                text,
-                [h.chunk_id for h in group],
-                place=_group_place(group),
-            )
+            passage = _passage(len(passages) + 1, group, label, start, end, text)
             header_cost = count_tokens("\n\n" + passage.header() + "\n")
             label_cost = cost if label and not section_lines else 0
             body_cost = count_tokens(text)
@@ -230,5 +274,8 @@ def pack_context(
             used += header_cost + body_cost
         if section_lines:
             blocks.append("\n\n".join(section_lines))
+    note = None if passages else NONE_FITTED if omitted else NOTHING_FOUND
+    if note:
+        blocks.append(note)
     text = "\n\n".join(blocks)
-    return PackedContext(text, count_tokens(text), passages, budget, omitted)
+    return PackedContext(text, count_tokens(text), passages, budget, omitted, note)

@@ -14,6 +14,8 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from ragloom import answer
+from ragloom.answer import AskResult
 from ragloom.config import CollectionConfig
 from ragloom.context import GROUNDING_INSTRUCTION as GROUNDING
 from ragloom.context import PackedContext
@@ -299,6 +301,16 @@ class Index:
             return self._searcher.context(query, requests, budget, instruction, grouped=True)
         requests = [(collection, None, search_options(top_k, **search_kwargs))]
         return self._searcher.context(query, requests, budget, instruction)
+
+    def ask(self, question: str, **options: Any) -> AskResult:
+        """The model's answer from this index's passages, citations checked (`collection`,
+        `top_k`, `llm`, `budget`, `history`, `template`, `max_rounds`, `min_relevance`,
+        `max_tokens`, `show_prompt`, `strict` and every `search` option: see docs/answers.md)."""
+        return answer.ask(self, question, **options)
+
+    def ask_stream(self, question: str, **options: Any) -> Iterator[str | AskResult]:
+        """`ask` as it happens: the answer's text pieces, then the `AskResult`."""
+        return answer.ask_stream(self, question, **options)
 
     @contextmanager
     def reading(self) -> Iterator[IndexReading]:

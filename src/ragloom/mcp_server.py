@@ -3,7 +3,8 @@
 `search`, `get_document` and `context`, with filters, collections and top_k.
 
 The tools' input schemas are `ragloom.tools.SCHEMAS` as they are (every bound and
-description from `ragloom.contract`, no other properties allowed), and the arguments are
+description from `ragloom.contract`, no other properties allowed), their output schemas
+`ragloom.contract.outputs.OUTPUT_SCHEMAS` (the client checks each answer), and the arguments are
 checked by the toolbox itself, so a call the schema refuses (a missing `query`, an unknown
 argument, `top_k` out of bounds) comes back as an MCP tool error whose text starts with
 ragloom's error code, like any other failure (an unknown document, a bad filter).
@@ -14,6 +15,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from ragloom.contract.outputs import OUTPUT_SCHEMAS
 from ragloom.errors import ModelUnavailable
 from ragloom.tools import SCHEMAS, Toolbox
 
@@ -34,6 +36,7 @@ def build_server(toolbox: Toolbox) -> Any:
             name=s["function"]["name"],
             description=s["function"]["description"],
             input_schema=s["function"]["parameters"],
+            output_schema=OUTPUT_SCHEMAS[s["function"]["name"]],
         )
         for s in SCHEMAS
     ]

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, fields, replace
 from typing import Any, TypeVar
 from urllib.parse import parse_qsl, urlsplit, urlunsplit
@@ -204,19 +204,11 @@ class RemoteService:
         deadline: float | None = None,
     ) -> T:
         url = self.base_url + path
-        read = self.timeouts.query if interactive else self.timeouts.read
-        connect = self.timeouts.connect
-        if deadline is not None:  # the call's budget caps each wait
-            left = max(deadline - time.monotonic(), MIN_ATTEMPT)
-            read, connect = min(read, left), min(connect, left)
-        timeout = httpx.Timeout(read, connect=connect)
+        read, timeout = self._waits(interactive, deadline)
         try:
             response = self._client.post(url, json=payload, timeout=timeout)
         except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
-            raise self.offline(
-                f"cannot reach {self.what} at {url} ({exc or type(exc).__name__})",
-                "start the service or check its address",
-            ) from None
+            raise self._unreachable(url, exc) from None
         except httpx.TimeoutException:
             raise self.failed(
                 f"{self.what} at {url} did not answer within {read:g} s",
@@ -228,15 +220,104 @@ class RemoteService:
         except httpx.HTTPError as exc:
             raise self.failed(f"request to {self.what} at {url} failed: {exc}") from None
         if response.status_code != 200:
-            error = self.failed(
-                f"{self.what} at {url} answered {response.status_code}: {response.text[:200]}"
-            )
-            error.status = response.status_code  # type: ignore[attr-defined]
-            raise error
+            raise self._refused(url, response.status_code, response.text)
         try:
             return parse(response.json())
         except (ValueError, TypeError, KeyError, IndexError, AttributeError) as exc:
             raise self.failed(f"malformed answer from {self.what} at {url}: {exc}") from None
+
+    def post_stream(
+        self,
+        path: str,
+        payload: Any,
+        events: Callable[[Iterator[str]], Iterator[T]],
+        budget: float | None = None,
+    ) -> Iterator[T]:
+        """POST `payload` and yield `events(lines)`: the answer read line by line as it
+        arrives (server-sent events, NDJSON); `events` raises ValueError on a line that
+        breaks its protocol (a `failed` error).
+
+        The read timeout is the longest silence allowed (before the first line and between
+        lines). A failure before any event was yielded is retried once after `retry_delay`,
+        if `budget` seconds (from the start) leave room; once events have come, a failure
+        ends the stream with the error (what was yielded stays yielded).
+        """
+        with self._lock:
+            if time.monotonic() < self._down_until and self._down_error is not None:
+                raise self._remembered()
+        deadline = None if budget is None else time.monotonic() + budget
+        for attempt in (1, 2):
+            started = False
+            try:
+                for event in self._events(path, payload, events, deadline):
+                    started = True
+                    yield event
+                break
+            except RagloomError as exc:
+                room = deadline is None or (
+                    deadline - time.monotonic() - self.timeouts.retry_delay >= MIN_ATTEMPT
+                )
+                if started or attempt == 2 or not room:
+                    with self._lock:
+                        self._down_until = time.monotonic() + self.timeouts.cooldown
+                        self._down_error = exc
+                    raise
+                time.sleep(self.timeouts.retry_delay)
+        with self._lock:
+            self._down_until, self._down_error = 0.0, None
+
+    def _events(
+        self,
+        path: str,
+        payload: Any,
+        events: Callable[[Iterator[str]], Iterator[T]],
+        deadline: float | None,
+    ) -> Iterator[T]:
+        url = self.base_url + path
+        try:
+            yield from events(self._stream(path, payload, deadline))
+        except ValueError as exc:
+            raise self.failed(f"malformed answer from {self.what} at {url}: {exc}") from None
+
+    def _stream(self, path: str, payload: Any, deadline: float | None) -> Iterator[str]:
+        """The answer's lines as they arrive, with the typed errors of `post_json`."""
+        url = self.base_url + path
+        read, timeout = self._waits(False, deadline)
+        try:
+            with self._client.stream("POST", url, json=payload, timeout=timeout) as response:
+                if response.status_code != 200:
+                    text = response.read().decode("utf-8", "replace")
+                    raise self._refused(url, response.status_code, text)
+                yield from response.iter_lines()
+        except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
+            raise self._unreachable(url, exc) from None
+        except httpx.TimeoutException:
+            raise self.failed(
+                f"{self.what} at {url} went silent for {round(read, 2):g} s",
+                "raise the limit with ?timeout=SECONDS on the spec, or check the service",
+            ) from None
+        except httpx.HTTPError as exc:
+            raise self.failed(f"request to {self.what} at {url} failed: {exc}") from None
+
+    def _waits(self, interactive: bool, deadline: float | None) -> tuple[float, httpx.Timeout]:
+        """The read wait of one attempt, and its timeouts (the call's budget caps each)."""
+        read = self.timeouts.query if interactive else self.timeouts.read
+        connect = self.timeouts.connect
+        if deadline is not None:
+            left = max(deadline - time.monotonic(), MIN_ATTEMPT)
+            read, connect = min(read, left), min(connect, left)
+        return read, httpx.Timeout(read, connect=connect)
+
+    def _unreachable(self, url: str, exc: Exception) -> RagloomError:
+        return self.offline(
+            f"cannot reach {self.what} at {url} ({exc or type(exc).__name__})",
+            "start the service or check its address",
+        )
+
+    def _refused(self, url: str, status: int, text: str) -> RagloomError:
+        error = self.failed(f"{self.what} at {url} answered {status}: {text[:200]}")
+        error.status = status  # type: ignore[attr-defined]
+        return error
 
     def close(self) -> None:
         """Close the connection pool."""

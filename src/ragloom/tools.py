@@ -13,7 +13,7 @@ calling tools still ends with an answer.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from typing import Any
 
 from ragloom.contract.options import DEFAULT_TOP_K, TOOL_MAX_TOP_K
@@ -61,10 +61,11 @@ SCHEMAS: list[dict[str, Any]] = [
 TOOL_NAMES = tuple(name for name, *_ in TOOLS)
 
 
-def _check(name: str, args: Mapping[str, Any]) -> None:
-    """Arguments against the tool's schema: required, known, of the right type and bounds."""
+def _check(name: str, args: Mapping[str, Any]) -> dict[str, Any]:
+    """Arguments against the tool's schema: required, known, of the right type and bounds
+    (returned with integers sent as 3.0 made 3, as JSON Schema counts them)."""
     _, _, arguments, required = next(t for t in TOOLS if t[0] == name)
-    check_arguments(arguments, required, args, "tool", f"{name}: ")
+    return check_arguments(arguments, required, args, "tool", f"{name}: ")
 
 
 class Toolbox:
@@ -97,23 +98,26 @@ class Toolbox:
             hits = self.index.search(query, top_k, **kwargs)
             degraded = hits.degraded
         return {
-            "results": [
-                {
-                    "rank": rank,
-                    "document_id": h.document_id,
-                    "chunk_id": h.chunk_id,
-                    "collection": h.collection,
-                    "title": h.title,
-                    "source": h.source,
-                    "place": h.place,  # "p. 3", "slide 2", "cell 5" (converted files)
-                    "score": round(h.score, 6),
-                    "tokens": h.tokens,
-                    "text": h.text,
-                }
-                for rank, h in enumerate(hits, start=1)
-            ],
+            "results": [self.result(rank, h) for rank, h in enumerate(hits, start=1)],
             "total_tokens": sum(h.tokens or 0 for h in hits),
             "degraded": degraded,
+        }
+
+    def result(self, rank: int, hit: Any) -> dict[str, Any]:
+        """One search hit as the tool answers it."""
+        return {
+            "rank": rank,
+            "document_id": hit.document_id,
+            "chunk_id": hit.chunk_id,
+            "collection": hit.collection,
+            "title": hit.title,
+            "source": hit.source,
+            "place": hit.place,  # "p. 3", "slide 2", "cell 5" (converted files)
+            "score": round(hit.score, 6),
+            "tokens": hit.tokens,
+            "start": hit.start,
+            "end": hit.end,
+            "text": hit.text,
         }
 
     def get_document(
@@ -159,7 +163,12 @@ class Toolbox:
             query, top_k=top_k, collections=requests or None, budget=budget, **kwargs
         )
         data = packed.to_dict()
-        return {"text": data["text"], "tokens": data["tokens"], "passages": data["passages"]}
+        return {
+            "text": data["text"],
+            "tokens": data["tokens"],
+            "passages": data["passages"],
+            "note": data["note"],
+        }
 
     # -- dispatch -------------------------------------------------------------------------
     def call(self, name: str, arguments: str | Mapping[str, Any] | None) -> dict[str, Any]:
@@ -175,8 +184,7 @@ class Toolbox:
                     raise InputError(f"{name}: arguments are not valid JSON ({exc.msg})") from None
             if not isinstance(arguments or {}, Mapping):
                 raise InvalidRequest(f"{name}: arguments must be a JSON object")
-            args = dict(arguments or {})
-            _check(name, args)
+            args = _check(name, dict(arguments or {}))
             return {"ok": True, **getattr(self, name)(**args)}
         except RagloomError as exc:
             return {"ok": False, "error": {"code": exc.code, "message": exc.message}}
@@ -204,6 +212,10 @@ def _field(item: Any, name: str) -> Any:
 
 
 Step = Callable[[list[dict[str, Any]], list[dict[str, Any]] | None], dict[str, Any]]
+# A streaming step: the model's text pieces as they come, then the assistant message (a dict).
+StreamStep = Callable[
+    [list[dict[str, Any]], list[dict[str, Any]] | None], Iterator["str | dict[str, Any]"]
+]
 
 
 def run_tool_loop(
@@ -217,12 +229,36 @@ def run_tool_loop(
     answered until the model replies without tools; after `max_rounds` rounds the model is
     called once more with no tools offered, so it must answer. Returns (the final assistant
     message, tool rounds used); `messages` grows with the exchange."""
+    rounds = stream_tool_loop(lambda m, t: iter((step(m, t),)), messages, toolbox, max_rounds)
+    while True:
+        try:
+            next(rounds)
+        except StopIteration as done:
+            return done.value
+
+
+def stream_tool_loop(
+    step: StreamStep,
+    messages: list[dict[str, Any]],
+    toolbox: Toolbox,
+    max_rounds: int = 3,
+) -> Generator[str, None, tuple[dict[str, Any], int]]:
+    """`run_tool_loop` for a model that streams: `step(messages, tools)` yields the text
+    pieces of its reply, then the assistant message. Yields the pieces of every round as
+    they come; returns (the final assistant message, tool rounds used)."""
     if isinstance(max_rounds, bool) or not isinstance(max_rounds, int) or max_rounds < 0:
         raise InputError(f"max_rounds must be a non-negative integer, got {max_rounds!r}")
     rounds = 0
     while True:
         offered = toolbox.schemas if rounds < max_rounds else None
-        message = step(messages, offered)
+        message: dict[str, Any] | None = None
+        for event in step(messages, offered):
+            if isinstance(event, str):
+                yield event
+            else:
+                message = event
+        if message is None:
+            raise InputError("the model step ended without a message")
         messages.append(message)
         calls = message.get("tool_calls")
         if not calls or offered is None:

@@ -8,6 +8,7 @@ import sys
 
 import click
 
+from ragloom.cli.asking import ask
 from ragloom.cli.indexing import index_cmd
 from ragloom.cli.search_commands import context, search
 from ragloom.cli.serving import mcp, serve
@@ -79,7 +80,7 @@ class _Commands(click.Group):
     "--llm",
     envvar="RAGLOOM_LLM",
     default=None,
-    help="LLM for --expand llm, --hops and --rerank llm: openai:MODEL@URL or "
+    help="LLM for ask, --expand llm, --hops and --rerank llm: openai:MODEL@URL or "
     "ollama:MODEL@URL, options ?timeout=SECONDS (env RAGLOOM_LLM; key RAGLOOM_LLM_API_KEY; "
     "may also follow the command).",
 )
@@ -115,6 +116,7 @@ for command in (
     index_cmd,
     search,
     context,
+    ask,
     stats,
     delete,
     reembed,

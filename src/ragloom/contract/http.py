@@ -15,14 +15,9 @@ from annotated_types import Interval
 from pydantic import AllowInfNan, BeforeValidator, Field
 
 from ragloom.contract.options import ARGUMENTS, Option
+from ragloom.contract.schema import integral
 
-
-def integral(value: Any) -> Any:
-    """JSON Schema counts 3.0 as an integer: accept it as 3 (strings and 2.5 still fail)."""
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    return value
-
+__all__ = ["Int", "annotation", "field", "fields", "integral"]
 
 Int = Annotated[int, BeforeValidator(integral)]
 
@@ -55,6 +50,14 @@ def field(option: Option, surface: str = "http", kind: Any = None) -> tuple[Any,
             kind = Annotated[kind, interval]
     if option.kind == "number":
         kind = Annotated[kind, AllowInfNan(False)]
+    lengths = {
+        "min_length": option.min_length,
+        "max_length": option.max_length,
+        "pattern": option.pattern,
+    }
+    extra: dict[str, Any] = {k: v for k, v in lengths.items() if v is not None}
+    if extra:
+        kind = Annotated[kind, Field(**extra)]
     if option.default is None:
         return kind | None, Field(None, description=option.description)
     return kind, Field(option.default, description=option.description)

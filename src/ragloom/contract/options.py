@@ -10,75 +10,47 @@ here, not in its own copy.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any
+from ragloom.contract.ask_options import ASK_OPTIONS
+from ragloom.contract.option import (
+    DEFAULT_TOP_K,
+    HTTP_MAX_TOP_K,
+    KINDS,
+    MAX_DOCUMENT_ID_CHARS,
+    MAX_FILTER_JSON,
+    MAX_NAME_CHARS,
+    MAX_QUERY_CHARS,
+    MAX_TOP_K,
+    SURFACES,
+    TOOL_MAX_TOP_K,
+    VISIBLE,
+    Option,
+)
 
-# The interfaces an option can appear on.
-SURFACES = ("library", "cli", "http", "tool")
-# JSON kinds of option values.
-KINDS = ("integer", "number", "boolean", "string", "object", "array")
-
-
-@dataclass(frozen=True)
-class Option:
-    """One option of a search.
-
-    `name` is the library keyword and the HTTP/tool field; `flag` the command-line spelling
-    (default `--` + name with dashes). `minimum`/`maximum` bound numbers (inclusive);
-    `limits` lowers the maximum on one surface. `choices` lists the allowed strings.
-    `default` None means "unset": the collection's own setting or the engine's default.
-    `surfaces` lists where the option is offered.
-    """
-
-    name: str
-    kind: str
-    description: str
-    default: Any = None
-    minimum: float | None = None
-    maximum: float | None = None
-    choices: tuple[str, ...] | None = None
-    items: str | None = None  # an array's item kind
-    flag: str | None = None
-    short: str | None = None  # a one-letter command-line flag, e.g. -k
-    pairs: bool = False  # on the command line: repeated KEY=NUMBER pairs, not JSON
-    library: str | None = None  # the library keyword, when it differs from `name`
-    limits: Mapping[str, float] = field(default_factory=dict)
-    surfaces: tuple[str, ...] = SURFACES
-
-    def __post_init__(self) -> None:
-        if self.kind not in KINDS:
-            raise ValueError(f"{self.name}: unknown kind {self.kind!r}")
-        unknown = set(self.surfaces) - set(SURFACES)
-        if unknown:
-            raise ValueError(f"{self.name}: unknown surface(s) {sorted(unknown)}")
-
-    @property
-    def cli_flag(self) -> str:
-        """The command-line spelling, e.g. `--rerank-depth`."""
-        return self.flag or "--" + self.name.replace("_", "-")
-
-    @property
-    def keyword(self) -> str:
-        """The library keyword (`Index.search(query, **{keyword: value})`)."""
-        return self.library or self.name
-
-    def maximum_on(self, surface: str) -> float | None:
-        """The upper bound on one surface: its own limit, else the option's."""
-        return self.limits.get(surface, self.maximum)
-
-    def offered_on(self, surface: str) -> bool:
-        return surface in self.surfaces
-
-
-MAX_TOP_K = 10_000  # the library's ceiling (a search reads at most this many hits)
-HTTP_MAX_TOP_K = 100  # the sidecar's
-TOOL_MAX_TOP_K = 50  # a tool call's (an LLM's context is small)
-DEFAULT_TOP_K = 5
+__all__ = [
+    "ARGUMENTS",
+    "ASK_OPTIONS",
+    "DEFAULT_TOP_K",
+    "HTTP_MAX_TOP_K",
+    "INDEX_OPTIONS",
+    "KINDS",
+    "MAX_DOCUMENT_ID_CHARS",
+    "MAX_FILTER_JSON",
+    "MAX_NAME_CHARS",
+    "MAX_QUERY_CHARS",
+    "MAX_TOP_K",
+    "OPTIONS",
+    "SEARCH_OPTIONS",
+    "SURFACES",
+    "TOOL_ARGUMENTS",
+    "TOOL_MAX_TOP_K",
+    "VISIBLE",
+    "Option",
+    "offered",
+]
 
 _FILTER = (
     'Metadata filter, e.g. {"chapter": {"$gte": 3}} or {"tags": {"$overlap": ["x"]}} '
-    "(see docs/controls.md)."
+    f"(see docs/controls.md); at most {MAX_FILTER_JSON:,} characters as JSON."
 )
 
 SEARCH_OPTIONS: tuple[Option, ...] = (
@@ -156,7 +128,7 @@ SEARCH_OPTIONS: tuple[Option, ...] = (
         " searches run from 0 to 1 and mean the same in every search of a collection.",
         surfaces=("library", "cli", "http"),
     ),
-    Option("filters", "object", _FILTER, flag="--filter"),
+    Option("filters", "object", _FILTER, flag="--filter", max_length=100, max_json=MAX_FILTER_JSON),
     Option(
         "boosts",
         "array",
@@ -255,17 +227,35 @@ SEARCH_OPTIONS: tuple[Option, ...] = (
         default=False,
         surfaces=("library", "cli", "http"),
     ),
+    Option(
+        "bm25",
+        "object",
+        'BM25\'s term saturation and length normalisation for this search, e.g. {"k1": 1.2,'
+        ' "b": 0.75} (default: the collection\'s). The library also takes a BM25Params; the'
+        " command line says --k1 and --b.",
+        surfaces=("library", "http"),
+    ),
 )
 
 # The tools' own arguments (an LLM calls them): the query, collections by name, a budget,
 # and the document range of get_document.
 TOOL_ARGUMENTS: tuple[Option, ...] = (
-    Option("query", "string", "What to look for.", surfaces=("tool",)),
+    Option(
+        "query",
+        "string",
+        "What to look for.",
+        max_length=MAX_QUERY_CHARS,
+        surfaces=("cli", "http", "tool"),
+    ),
     Option(
         "collections",
         "array",
         "Collections to search together (default: the index's default collection).",
         items="string",
+        min_length=1,
+        max_length=16,
+        item_min_length=1,
+        item_max_length=MAX_NAME_CHARS,
         surfaces=("tool",),
     ),
     Option(
@@ -276,9 +266,22 @@ TOOL_ARGUMENTS: tuple[Option, ...] = (
         maximum=1_000_000,
         surfaces=("library", "cli", "http", "tool"),
     ),
-    Option("document_id", "string", "A search hit's document_id.", surfaces=("tool",)),
     Option(
-        "collection", "string", "The document's collection (default: default).", surfaces=("tool",)
+        "document_id",
+        "string",
+        "A search hit's document_id.",
+        min_length=1,
+        max_length=MAX_DOCUMENT_ID_CHARS,
+        pattern=VISIBLE,
+        surfaces=("tool",),
+    ),
+    Option(
+        "collection",
+        "string",
+        "The document's collection (default: default).",
+        min_length=1,
+        max_length=MAX_NAME_CHARS,
+        surfaces=("tool",),
     ),
     Option("start", "integer", "First character.", minimum=0, maximum=2**62, surfaces=("tool",)),
     Option(
@@ -319,7 +322,8 @@ INDEX_OPTIONS: tuple[Option, ...] = (
     Option(
         "overlap",
         "integer",
-        "Characters shared by adjacent chunks.",
+        "Characters shared by adjacent chunks; smaller than max_chars unless that is 0 (a"
+        " rule between two fields, which JSON Schema cannot state: refused with bad_input).",
         default=80,
         minimum=0,
         maximum=1_000_000,
@@ -342,6 +346,7 @@ ARGUMENTS: dict[str, Option] = {
     **OPTIONS,
     **{o.name: o for o in TOOL_ARGUMENTS},
     **{o.name: o for o in INDEX_OPTIONS},
+    **{o.name: o for o in ASK_OPTIONS},
 }
 
 

@@ -3,6 +3,8 @@ input schemas, and the one check of a tool call's arguments against them."""
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -31,9 +33,29 @@ def property_schema(option: Option, surface: str) -> dict[str, Any]:
         schema["maximum"] = maximum
     if option.items is not None:
         schema["items"] = {"type": option.items}
+        if option.item_min_length is not None:
+            schema["items"]["minLength"] = option.item_min_length
+        if option.item_max_length is not None:
+            schema["items"]["maxLength"] = option.item_max_length
+    for bound, keyword in (("min_length", "min"), ("max_length", "max")):
+        value = getattr(option, bound)
+        if value is not None:
+            schema[keyword + _LENGTH[option.kind]] = value
+    if option.pattern is not None:
+        schema["pattern"] = option.pattern
     if option.default is not None:
         schema["default"] = option.default
     return schema
+
+
+_LENGTH = {"string": "Length", "array": "Items", "object": "Properties"}
+
+
+def integral(value: Any) -> Any:
+    """JSON Schema counts 3.0 as an integer: accept it as 3 (strings and 2.5 still fail)."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
 
 
 def object_schema(
@@ -69,6 +91,30 @@ def check_value(option: Option, value: Any, surface: str, where: str = "") -> No
         raise InvalidRequest(f"{label} must be at most {_plain(maximum)}, got {value!r}")
     if option.items is not None and not all(isinstance(v, _TYPES[option.items]) for v in given):
         raise InvalidRequest(f"{label} must list {option.items}s")
+    _check_length(option, value, label)
+
+
+def _check_length(option: Option, value: Any, label: str) -> None:
+    """The declared lengths: characters, items or properties, items' characters, JSON size."""
+    unit = {"string": "characters", "array": "items", "object": "properties"}.get(option.kind)
+    if option.min_length is not None and len(value) < option.min_length:
+        raise InvalidRequest(f"{label} must have at least {option.min_length} {unit}")
+    if option.max_length is not None and len(value) > option.max_length:
+        raise InvalidRequest(
+            f"{label} must have at most {option.max_length:,} {unit}, got {len(value):,}"
+        )
+    if option.pattern is not None and not re.search(option.pattern, value):
+        raise InvalidRequest(f"{label} must hold a visible character")
+    low, high = option.item_min_length, option.item_max_length
+    for item in value if option.items == "string" else ():
+        if (low is not None and len(item) < low) or (high is not None and len(item) > high):
+            raise InvalidRequest(f"{label} items must have {low} to {high} characters")
+    if option.max_json is not None:
+        size = len(json.dumps(value, ensure_ascii=False, default=str))
+        if size > option.max_json:
+            raise InvalidRequest(
+                f"{label} must be at most {option.max_json:,} characters as JSON, got {size:,}"
+            )
 
 
 def check_arguments(
@@ -77,9 +123,10 @@ def check_arguments(
     arguments: Mapping[str, Any],
     surface: str = "tool",
     where: str = "",
-) -> None:
+) -> dict[str, Any]:
     """Arguments against an `object_schema`: required ones present, none unknown, each
-    value valid. Raises `InvalidRequest` (`bad_request`)."""
+    value valid. Returns them with integers written as 3.0 made 3. Raises `InvalidRequest`
+    (`bad_request`)."""
     known = list(names)
     unknown = sorted(set(arguments) - set(known))
     if unknown:
@@ -89,8 +136,12 @@ def check_arguments(
     for name in required:
         if name not in arguments:
             raise InvalidRequest(f"{where}missing argument {name!r}")
+    out = {}
     for name, value in arguments.items():
-        check_value(ARGUMENTS[name], value, surface, where)
+        option = ARGUMENTS[name]
+        out[name] = integral(value) if option.kind == "integer" else value
+        check_value(option, out[name], surface, where)
+    return out
 
 
 def _plain(number: float) -> str:

@@ -9,6 +9,8 @@ from dataclasses import fields
 from typing import Any
 
 from ragloom.config import SEARCH_SETTINGS
+from ragloom.contract.options import ARGUMENTS
+from ragloom.contract.schema import integral
 from ragloom.errors import InputError, InvalidRequest
 from ragloom.retrieval.search_options import SearchOptions
 
@@ -117,9 +119,14 @@ def _reused_options(
     return _options(_thawed(top_k), {name: _thawed(value) for name, value in keywords})
 
 
+# Options whose values are integers: 3.0 is taken as 3 (JSON Schema counts it an integer).
+_INTEGERS = frozenset(name for name, o in ARGUMENTS.items() if o.kind == "integer")
+
+
 def _options(top_k: Any, kwargs: dict[str, Any]) -> SearchOptions:
     """`search_options` without the reuse."""
-    kwargs = _public(kwargs)
+    top_k = integral(top_k)
+    kwargs = {k: integral(v) if k in _INTEGERS else v for k, v in _public(kwargs).items()}
     unset = frozenset(k for k in SEARCH_SETTINGS if not kwargs.get(k) and kwargs.get(k) != 0)
     kwargs = {k: v for k, v in kwargs.items() if k not in unset}
     rerank = kwargs.get("rerank")

@@ -17,6 +17,8 @@ from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 from ragloom.context import GROUNDING_INSTRUCTION, PackedContext, pack_context
+from ragloom.contract.options import ARGUMENTS, MAX_QUERY_CHARS
+from ragloom.contract.schema import check_value
 from ragloom.engine.embedders import Embedders, QueryVectors
 from ragloom.engine.hydrate import hits_of
 from ragloom.engine.legs import open_legs
@@ -36,9 +38,11 @@ Sections = Sequence[tuple["str | None", Sequence[Hit]]]  # (label, hits) of a co
 
 
 def check_query(query: Any) -> str:
-    """The query, if it is a string."""
+    """The query, if it is a string within the declared length (`ragloom.contract`)."""
     if not isinstance(query, str):
         raise InputError(f"query must be a string, got {type(query).__name__}")
+    if len(query) > MAX_QUERY_CHARS:
+        check_value(ARGUMENTS["query"], query, "library")  # the words every interface says
     return query
 
 

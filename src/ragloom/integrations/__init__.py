@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import Any, Protocol
 
 from ragloom.contract.options import OPTIONS, offered
-from ragloom.contract.schema import check_value
+from ragloom.contract.schema import check_value, integral
 from ragloom.errors import InputError, InvalidRequest, MissingExtra
 from ragloom.types import Hit, SearchResult
 
@@ -71,7 +71,8 @@ def search_options(
 
 
 def check_size(value: Any) -> int:
-    """The number of hits, checked against the declaration of `top_k`."""
+    """The number of hits, checked against the declaration of `top_k` (2.0 taken as 2)."""
+    value = integral(value)
     check_value(OPTIONS["top_k"], value, "library")
     return int(value)
 

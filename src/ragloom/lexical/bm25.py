@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ragloom.errors import InputError
+from ragloom.errors import InvalidRequest
 
 
 @dataclass(frozen=True)
@@ -19,10 +19,11 @@ class BM25Params:
     b: float = 0.4
 
     def __post_init__(self) -> None:
+        # Bad values are a bad request (`bad_request`), as HTTP's schema refuses them.
         if not (self.k1 >= 0):
-            raise InputError(f"k1 must be >= 0, got {self.k1}")
+            raise InvalidRequest(f"k1 must be >= 0, got {self.k1}")
         if not (0 <= self.b <= 1):
-            raise InputError(f"b must be between 0 and 1, got {self.b}")
+            raise InvalidRequest(f"b must be between 0 and 1, got {self.b}")
 
 
 def bm25_idf(df: int, n_docs: int) -> float:

@@ -8,10 +8,16 @@ from __future__ import annotations
 
 import os
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from ragloom.errors import InputError, LLMFailed, LLMOffline
+from ragloom.llm.stream import (
+    ChatReply,
+    ollama_events,
+    ollama_messages,
+    openai_events,
+)
 from ragloom.remote import (
     TIMEOUT_OPTIONS,
     RemoteService,
@@ -27,7 +33,7 @@ SPEC_HELP = "use openai:MODEL@BASE_URL or ollama:MODEL@BASE_URL (options: ?timeo
 # An LLM step generates text: allow more than an embedding's read time by default.
 DEFAULT_TIMEOUTS = Timeouts(connect=2.0, read=30.0)
 
-Message = Mapping[str, str]
+Message = Mapping[str, Any]
 
 
 @runtime_checkable
@@ -38,6 +44,21 @@ class LLM(Protocol):
 
     def chat(self, messages: Sequence[Message], max_tokens: int | None = None) -> str:
         """The assistant's reply text to `messages` (deterministic: temperature 0)."""
+        ...
+
+
+@runtime_checkable
+class StreamingLLM(LLM, Protocol):
+    """A chat client that also streams its answer and takes tools (ragloom's clients)."""
+
+    def stream(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        max_tokens: int | None = None,
+        budget: float | None = None,
+    ) -> Iterator[str | ChatReply]:
+        """Text pieces as the model sends them, then the finished `ChatReply`."""
         ...
 
 
@@ -76,6 +97,28 @@ class ChatLLM(ABC):
         self.calls += 1
         return self.service.post_json(self.path, self._payload(messages, max_tokens), self._text)
 
+    def stream(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        max_tokens: int | None = None,
+        budget: float | None = None,
+    ) -> Iterator[str | ChatReply]:
+        """The reply to `messages` as it is generated (temperature 0): text pieces, then the
+        finished `ChatReply` with any tool calls. `tools` are OpenAI function schemas.
+        `budget`: seconds from the start within which a failed first attempt may be retried
+        (see `RemoteService.post_lines`); the read timeout bounds every silence."""
+        self.calls += 1
+        payload = self._payload(messages, max_tokens)
+        payload["stream"] = True
+        if tools:
+            payload["tools"] = list(tools)
+        return self.service.post_stream(self.path, payload, self._events, budget)
+
+    @abstractmethod
+    def _events(self, lines: Iterable[str]) -> Iterator[str | ChatReply]:
+        """The protocol's stream read into text pieces and the finished reply."""
+
     def _text(self, body: Any) -> str:
         content = self._content(body)
         if not isinstance(content, str):
@@ -106,6 +149,9 @@ class OpenAIChat(ChatLLM):
     def _content(self, body: Any) -> str:
         return body["choices"][0]["message"]["content"]
 
+    def _events(self, lines: Iterable[str]) -> Iterator[str | ChatReply]:
+        return openai_events(lines)
+
 
 class OllamaChat(ChatLLM):
     """Ollama `POST {base}/api/chat` with `stream: false`."""
@@ -124,13 +170,16 @@ class OllamaChat(ChatLLM):
             options["num_predict"] = max_tokens
         return {
             "model": self.model,
-            "messages": list(messages),
+            "messages": ollama_messages(messages),
             "stream": False,
             "options": options,
         }
 
     def _content(self, body: Any) -> str:
         return body["message"]["content"]
+
+    def _events(self, lines: Iterable[str]) -> Iterator[str | ChatReply]:
+        return ollama_events(lines)
 
 
 def check_llm_spec(spec: str) -> None:

@@ -42,8 +42,11 @@ def _check_bounds(options: SearchOptions) -> None:
             check_value(option, value, "library")
 
 
-# The library's options checked by `_check_bounds` (the declaration does not change).
-_BOUNDED = tuple(o for o in offered("library") if o.kind != "boolean" and o.choices is None)
+# The library's options checked by `_check_bounds` (the declaration does not change); bm25
+# may be a BM25Params too, and `bm25_for` checks it.
+_BOUNDED = tuple(
+    o for o in offered("library") if o.kind != "boolean" and o.choices is None and o.name != "bm25"
+)
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,8 @@ from fastapi.openapi.utils import get_openapi
 from starlette.responses import Response
 
 from ragloom.errors import StoreError
-from ragloom.server import handlers
+from ragloom.server import capabilities, handlers
+from ragloom.server.asking import build_ask_router
 from ragloom.server.auth import OPEN_PATHS, BearerAuth
 from ragloom.server.holder import IndexHolder
 from ragloom.server.hosts import HostCheck, allowed_names
@@ -65,6 +66,7 @@ def create_app(settings: ServerSettings) -> FastAPI:
     app.state.settings = settings
     app.state.metrics = metrics
     app.include_router(build_router(holder, settings, worker, jobs, metrics))
+    app.include_router(build_ask_router(holder, settings.roots))
     app.include_router(build_inspector())
 
     @app.get("/metrics", include_in_schema=False)
@@ -80,7 +82,7 @@ def create_app(settings: ServerSettings) -> FastAPI:
     app.add_middleware(RequestMetrics, metrics=metrics)  # counts 401s and 413s too
     # Outermost: a request for another host is refused before anything else looks at it.
     app.add_middleware(HostCheck, names=allowed_names(settings.host, settings.allowed_hosts))
-    app.openapi = lambda: _openapi(app, bool(settings.token))  # type: ignore[method-assign]
+    app.openapi = lambda: _openapi(app, settings)  # type: ignore[method-assign]
     return app
 
 
@@ -95,15 +97,17 @@ def _drop_default_validation_errors(schema: dict[str, Any]) -> None:
         models.pop(name, None)
 
 
-def _openapi(app: FastAPI, secured: bool) -> dict[str, Any]:
-    """The OpenAPI schema; with a token, every operation but /health declares bearer auth."""
+def _openapi(app: FastAPI, settings: ServerSettings) -> dict[str, Any]:
+    """The OpenAPI schema, without the search steps this server has no service for; with a
+    token, every operation but /health declares bearer auth."""
     if app.openapi_schema:
         return app.openapi_schema
     schema = get_openapi(
         title=app.title, version=app.version, summary=app.summary, routes=app.routes
     )
     _drop_default_validation_errors(schema)
-    if secured:
+    capabilities.narrow(schema, *capabilities.services(settings))
+    if settings.token:
         components = schema.setdefault("components", {})
         components.setdefault("securitySchemes", {})["bearer"] = {
             "type": "http",

@@ -1,8 +1,8 @@
 """The inspector page at `/ui`: static files shipped in the package, no build step, no CDN.
 
-The page calls the same JSON API as any client (`/stats`, `/query`, `/documents/{id}`), so it
-needs no endpoint of its own; it is served without the token (it holds no data) and sends the
-token the user types with every API call.
+The page calls the same JSON API as any client (`/stats`, `/query`, `/documents/{id}`, and
+`/ask` streamed for its Ask box), so it needs no endpoint of its own; it is served without
+the token (it holds no data) and sends the token the user types with every API call.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from ragloom.errors import NotFound
 ASSETS = {
     "index.html": "text/html; charset=utf-8",
     "inspector.js": "text/javascript; charset=utf-8",
+    "ask.js": "text/javascript; charset=utf-8",
     "inspector.css": "text/css; charset=utf-8",
 }
 # Only this origin's own files and API: no inline script, no third-party anything.

@@ -3,6 +3,7 @@ options are derived from the one declaration in `ragloom.contract.options`."""
 
 from __future__ import annotations
 
+import json
 import math
 from typing import Annotated, Any, Literal
 
@@ -21,7 +22,14 @@ from pydantic.json_schema import SkipJsonSchema
 from ragloom.contract.http import Int, fields, integral
 from ragloom.contract.http import field as contract_field
 from ragloom.contract.options import ARGUMENTS as OPTIONS_AND_ARGUMENTS
-from ragloom.contract.options import HTTP_MAX_TOP_K, OPTIONS, offered
+from ragloom.contract.options import (
+    HTTP_MAX_TOP_K,
+    MAX_DOCUMENT_ID_CHARS,
+    MAX_NAME_CHARS,
+    OPTIONS,
+    VISIBLE,
+    offered,
+)
 
 MAX_TOP_K = HTTP_MAX_TOP_K
 MAX_PAGE = 1000
@@ -54,12 +62,12 @@ def _json_value(value: Any) -> Any:
 
 
 Text = Annotated[str, AfterValidator(_encodable)]
-Name = Annotated[str, Field(min_length=1, max_length=200), AfterValidator(_encodable)]
+Name = Annotated[str, Field(min_length=1, max_length=MAX_NAME_CHARS), AfterValidator(_encodable)]
 Metadata = Annotated[dict[str, Any], AfterValidator(_json_value)]
-# Some character that no regex engine (Python, Rust, ECMA) nor `str.strip()` calls whitespace.
-_VISIBLE = r"[^\s\x1c-\x1f\x85\ufeff]"
 DocId = Annotated[
-    str, Field(min_length=1, max_length=1024, pattern=_VISIBLE), AfterValidator(_encodable)
+    str,
+    Field(min_length=1, max_length=MAX_DOCUMENT_ID_CHARS, pattern=VISIBLE),
+    AfterValidator(_encodable),
 ]
 PathText = Annotated[
     str, Field(min_length=1, max_length=4096, pattern=r"^[^\x00]*$"), AfterValidator(_encodable)
@@ -160,7 +168,21 @@ class IndexRequest(_Strict):
         return self
 
 
-Filter = Annotated[dict[str, Any], AfterValidator(_json_value)]
+def _json_size(value: Any) -> Any:
+    """A filter within its declared size as JSON (`ragloom.contract`: no schema keyword
+    can say it)."""
+    limit = OPTIONS["filters"].max_json
+    if limit is not None and len(json.dumps(value, ensure_ascii=False)) > limit:
+        raise ValueError(f"a filter must be at most {limit:,} characters as JSON")
+    return value
+
+
+Filter = Annotated[
+    dict[str, Any],
+    Field(max_length=OPTIONS["filters"].max_length),
+    AfterValidator(_json_value),
+    AfterValidator(_json_size),
+]
 
 
 class BoostIn(_Strict):
@@ -190,14 +212,24 @@ class DiversityIn(_Strict):
     mmr: MMRIn | None = None
 
 
+class BM25In(_Strict):
+    """BM25's parameters for one search (the collection's own when left out)."""
+
+    k1: float | None = Field(None, ge=0, le=100, allow_inf_nan=False, description="Saturation.")
+    b: float | None = Field(None, ge=0, le=1, description="Length normalisation.")
+
+
 class _Controls(_Strict):
     """How one search runs: legs, fusion, filters, boosts, diversity, steps (see
     docs/controls.md). The fields are derived from `ragloom.contract.options`."""
 
-    def search_kwargs(self) -> dict[str, Any]:
-        """Keywords for `Index.search`: the options set (None leaves the engine's default)."""
+    def search_kwargs(self, given_only: bool = False) -> dict[str, Any]:
+        """Keywords for `Index.search`: the options set (None leaves the engine's default);
+        `given_only`: only those the body gave (not the declared defaults)."""
         out: dict[str, Any] = {}
         for name in CONTROLS:
+            if given_only and name not in self.model_fields_set:
+                continue
             value = getattr(self, name)
             if value is None:
                 continue
@@ -223,6 +255,7 @@ _SHAPES: dict[str, Any] = {
     "boosts": Annotated[list[BoostIn], Field(max_length=50)],
     "diversity": DiversityIn,
     "prefer": Annotated[list[Filter], Field(max_length=50)],
+    "bm25": BM25In,
 }
 SearchControls = create_model(  # type: ignore[call-overload]
     "SearchControls", __base__=_Controls, __module__=__name__, **fields(CONTROLS, _SHAPES)
@@ -244,7 +277,11 @@ class CollectionRequest(SearchControls):  # type: ignore[valid-type,misc]
 class QueryRequest(SearchControls):  # type: ignore[valid-type,misc]
     """`POST /query`."""
 
-    query: Annotated[str, Field(max_length=10_000), AfterValidator(_encodable)]
+    query: Annotated[
+        str,
+        Field(max_length=OPTIONS_AND_ARGUMENTS["query"].max_length),
+        AfterValidator(_encodable),
+    ]
     top_k: TopK = contract_field(OPTIONS["top_k"])[1]  # type: ignore[valid-type]
     collection: Name | None = Field(
         None,

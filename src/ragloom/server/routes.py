@@ -178,7 +178,9 @@ def _shared(body: bodies.QueryRequest) -> dict[str, Any]:
 def _search_many(
     reader: IndexReading, body: bodies.QueryRequest, roots: Sequence[Path]
 ) -> dict[str, Any]:
-    shared = _shared(body)
+    # The body's own controls apply to every collection that does not set them, as the
+    # library's `search_many` shared keywords do.
+    shared = {**body.search_kwargs(given_only=True), **_shared(body)}
     requests = [
         {
             "collection": c.collection,
@@ -186,6 +188,7 @@ def _search_many(
             "label": c.label,
             **c.search_kwargs(),
             **shared,
+            **c.search_kwargs(given_only=True),
         }
         for c in body.collections or []
     ]

@@ -132,6 +132,9 @@ class Passage(BaseModel):
     chunk_ids: list[str]
     tokens: int
     truncated: bool
+    page: int | None = Field(None, description="The first page (or slide) it is on, when known.")
+    pages: list[int] | None = Field(None, description="Every page it spans, when several.")
+    section: str | None = Field(None, description="The section it is in, when known.")
 
 
 class QueryResponse(BaseModel):
