@@ -17,7 +17,16 @@ from ragloom.loading import DEFAULT_MAX_FILE_SIZE, JsonlFields, ReadPolicy
 
 # The declared indexing options (`ragloom.contract`): a chunk size left out keeps the
 # collection's own.
-INDEXING = ("include", "exclude", "lenient", "max_chars", "overlap", "min_chars")
+INDEXING = (
+    "include",
+    "exclude",
+    "lenient",
+    "keep_missing",
+    "include_ignored",
+    "max_chars",
+    "overlap",
+    "min_chars",
+)
 
 INDEX_OPTIONS = stack(
     click.argument("paths", nargs=-1, required=True),
@@ -130,6 +139,8 @@ def index_cmd(
     include: tuple[str, ...],
     exclude: tuple[str, ...],
     lenient: bool,
+    keep_missing: bool,
+    include_ignored: bool,
     max_chars: int | None,
     overlap: int | None,
     min_chars: int | None,
@@ -185,13 +196,10 @@ def index_cmd(
                 on_file=update,
                 fail_fast=fail_fast,
                 policy=ReadPolicy(max_file_size=max_file_size),
+                keep_missing=keep_missing,
+                include_ignored=include_ignored,
             )
-        for warning in caught:
-            message = str(warning.message)
-            if not message.startswith(("skipped ", "failed ")) or (
-                lenient and message.startswith("skipped ")
-            ):
-                err.print(f"[yellow]warning:[/] {escape(message)}", highlight=False)
+        _print_warnings(caught, lenient)
         _finish_pending_work(index)
     if as_json:
         print_json({"ok": not report.failed, **report.to_dict("cli")})
@@ -199,6 +207,17 @@ def index_cmd(
         _print_index_report(report)
     if report.failed:
         sys.exit(1)
+
+
+def _print_warnings(caught: list[warnings.WarningMessage], lenient: bool) -> None:
+    """The run's warnings but those the report lists (skipped and failed files; with
+    --lenient, skipped records are shown too)."""
+    for warning in caught:
+        message = str(warning.message)
+        if not message.startswith(("skipped ", "failed ")) or (
+            lenient and message.startswith("skipped ")
+        ):
+            err.print(f"[yellow]warning:[/] {escape(message)}", highlight=False)
 
 
 def _finish_pending_work(index: Index) -> None:
@@ -220,6 +239,8 @@ def _print_index_report(report: IndexReport) -> None:
         line = f"[red]failed[/] {escape(failure.path)}: {escape(reason)}"
         err.print(line, highlight=False, soft_wrap=True)
     out.print(report_line(report))
+    for held in report.held:
+        err.print(f"warning: {held}", highlight=False, markup=False, soft_wrap=True)
     if report.pending:
         err.print(
             f"warning: {report.pending} chunk(s) wait for vectors ({report.embedding_error}); "

@@ -20,6 +20,7 @@ from pathlib import Path
 from ragloom.chunking.code import CODE_SUFFIXES, language_for
 from ragloom.errors import InputError, PathNotFound, RagloomError
 from ragloom.loading.decode import StreamDecoder, looks_binary, sniff_encoding
+from ragloom.loading.ignore import FolderRules
 from ragloom.loading.jsonl import JsonlFields, lines_of, records
 from ragloom.loading.opening import DEFAULT_POLICY, NotRegular, OpenFile, ReadPolicy, kind_of
 from ragloom.loading.parts import part_id, text_parts
@@ -108,10 +109,16 @@ class _Discovery:
     """One discovery call: the policy, the globs and what was found so far."""
 
     def __init__(
-        self, include: Sequence[str], exclude: Sequence[str], policy: ReadPolicy, lenient: bool
+        self,
+        include: Sequence[str],
+        exclude: Sequence[str],
+        policy: ReadPolicy,
+        lenient: bool,
+        include_ignored: bool = False,
     ) -> None:
         self.include = include
         self.exclude = exclude
+        self.include_ignored = include_ignored
         self.roots = policy.roots
         self.lenient = lenient
         self.found: list[FoundFile] = []
@@ -187,10 +194,20 @@ class _Discovery:
             self.add(path, real.parent, real, shown(real))
 
     def walk(self, top: Path, real_top: Path) -> None:
-        for dirpath, dirnames, filenames in os.walk(top):
-            dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+        rules = FolderRules(top, gitignore=not self.include_ignored)
+
+        def unlisted(exc: OSError) -> None:  # reported, never taken for an empty folder
+            where = Path(exc.filename or top)
+            self.skip(where, top, f"folder cannot be listed ({exc.strerror or exc})")
+
+        for dirpath, dirnames, filenames in os.walk(top, onerror=unlisted):
+            folder = Path(dirpath).relative_to(top).as_posix()
+            prefix = "" if folder == "." else folder + "/"
+            dirnames[:] = sorted(
+                d for d in dirnames if not d.startswith(".") and not rules.skips_folder(prefix + d)
+            )
             for filename in sorted(filenames):
-                if filename.startswith("."):
+                if filename.startswith(".") or rules.skips_file(prefix + filename):
                     continue
                 file = Path(dirpath) / filename
                 rel = file.relative_to(top)
@@ -250,15 +267,17 @@ def discover_files(
     exclude: Sequence[str] = (),
     policy: ReadPolicy = DEFAULT_POLICY,
     lenient: bool = False,
+    include_ignored: bool = False,
 ) -> list[FoundFile]:
     """Expand files and directory trees; directories yield supported files matching the globs.
 
     A file named explicitly is always taken (unless excluded); hidden files and folders inside
-    a tree are skipped. Ids: relative to the folder given, or (with `policy.roots`) to the
-    root a file lies in; a file named on its own gets its real path. The same file reached
-    twice (a link, two paths) is taken once.
+    a tree are skipped, and so are scratch files and what a `.gitignore` ignores unless
+    `include_ignored` (`ragloom.loading.ignore`); a folder that cannot be listed is reported.
+    Ids: relative to the folder given, or (with `policy.roots`) to the root a file lies in; a
+    file named on its own gets its real path. The same file reached twice is taken once.
     """
-    found = _Discovery(include, exclude, policy, lenient)
+    found = _Discovery(include, exclude, policy, lenient, include_ignored)
     for raw in paths:
         found.explicit(raw)
     return found.found

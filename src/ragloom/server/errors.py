@@ -66,6 +66,7 @@ STATUS_BY_CODE: dict[str, int] = {
     "file_changed": 409,
     "file_too_large": 422,
     "needs_vectors": 409,
+    "writer_busy": 409,
     "internal": 500,
     "embedding_error": 502,
     "embed_failed": 502,

@@ -102,6 +102,8 @@ def _run_index(
             include=body.include,
             exclude=body.exclude,
             lenient=body.lenient,
+            keep_missing=body.keep_missing,
+            include_ignored=body.include_ignored,
             enrichers=enrichers,
             policy=settings.read_policy,
             stop=stop,

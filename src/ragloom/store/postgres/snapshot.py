@@ -265,6 +265,19 @@ class PostgresSnapshot(Snapshot):
             found.setdefault(source, []).append(doc_id)
         return found
 
+    def file_documents_under(self, collection: str, folder: str) -> dict[str, str]:
+        row = self.rows.get(collection)
+        if row is None:
+            return {}
+        return dict(
+            self.conn.execute(
+                "SELECT doc_id, source FROM documents WHERE collection_id = %s"
+                " AND starts_with(source, %s) AND (metadata->>'path' = doc_id"
+                " OR metadata->>'path' || '#' || (metadata->>'part') = doc_id)",
+                (row.id, folder.rstrip("/") + "/"),
+            )
+        )
+
     def sources_of(self, collection: str, doc_ids: Sequence[str]) -> dict[str, str | None]:
         row = self.rows.get(collection)
         if row is None or not doc_ids:

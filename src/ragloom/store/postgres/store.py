@@ -24,6 +24,7 @@ from ragloom.store.base import Store
 from ragloom.store.postgres import replicas, vectors
 from ragloom.store.postgres import schema as schemas
 from ragloom.store.postgres.errors import from_psycopg
+from ragloom.store.postgres.lease import advisory_lease
 from ragloom.store.postgres.snapshot import PostgresSnapshot
 from ragloom.store.postgres.url import Location, parse_location
 from ragloom.store.postgres.write import PostgresWrite
@@ -167,6 +168,11 @@ class PostgresStore(Store):
             self._writer = None
             conn = self._writer = self._open_writer()
         return conn
+
+    def writer_lease(self, what: str, wait: float = 0.0) -> contextlib.AbstractContextManager:
+        if self.read_only:
+            return contextlib.nullcontext()
+        return advisory_lease(self.where.write, self.schema, self.location, what, wait)
 
     def close(self) -> None:
         if self.indexer is not None:

@@ -191,6 +191,19 @@ class SQLiteSnapshot(Snapshot):
             found.setdefault(source, []).append(doc_id)
         return found
 
+    def file_documents_under(self, collection: str, folder: str) -> dict[str, str]:
+        row = self.rows.get(collection)
+        if row is None:
+            return {}
+        prefix = folder.rstrip("/") + "/"
+        sql = (
+            "SELECT doc_id, source FROM documents WHERE collection_id = ?"
+            " AND substr(source, 1, ?) = ? AND (json_extract(metadata, '$.path') = doc_id"
+            " OR json_extract(metadata, '$.path') || '#' || json_extract(metadata, '$.part')"
+            " = doc_id)"
+        )
+        return dict(self.conn.execute(sql, (row.id, len(prefix), prefix)))
+
     def sources_of(self, collection: str, doc_ids: Sequence[str]) -> dict[str, str | None]:
         row = self.rows.get(collection)
         if row is None or not doc_ids:

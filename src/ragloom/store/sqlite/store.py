@@ -27,6 +27,7 @@ from ragloom.segments.merge_memory import compact_memory
 from ragloom.segments.persist import SegmentFiles, SegmentMissing
 from ragloom.segments.view import CollectionView, Part
 from ragloom.store.base import Store
+from ragloom.store.lease import file_lease
 from ragloom.store.records import CollectionInfo
 from ragloom.store.sqlite import connect as connecting
 from ragloom.store.sqlite.errors import from_sqlite
@@ -220,6 +221,12 @@ class SQLiteStore(Store):
         return int(cached or 0)
 
     # -- writing ----------------------------------------------------------------------
+    def writer_lease(self, what: str, wait: float = 0.0) -> contextlib.AbstractContextManager:
+        if self.read_only:  # writes are refused anyway
+            return contextlib.nullcontext()
+        lock = self.path.with_name(self.path.name + "-writer.lock")
+        return file_lease(str(lock), self.path.name, what, wait)
+
     @property
     def write_lock(self) -> threading.RLock:
         """Held by every write of this process; hold it across a commit and the publish of
