@@ -67,6 +67,7 @@ class Hit:
     hop: int | None = None  # multi-hop: the round that found this chunk
     tokens: int | None = None  # size of `text` in cl100k tokens, for prompt budgeting
     explain: dict[str, Any] | None = None
+    pending: bool = False  # its vector is still being made: only the lexical leg finds it yet
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-ready form (used by the CLI's --json and the server); the passage is
@@ -94,6 +95,7 @@ class Hit:
             "rerank_score": self.rerank_score,
             "hop": self.hop,
             "tokens": self.tokens,
+            "pending": self.pending,
         }
 
 

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import sys
 import warnings
+from typing import Any
 
 import click
 from rich.markup import escape
 
 from ragloom.cli.common import ByteSize, collection_option, open_index, pairs, stack, where_options
+from ragloom.cli.watching import watch_folders
 from ragloom.console import err, out, print_json, progress, report_line, steps_progress
 from ragloom.contract.cli import keywords
 from ragloom.contract.cli import options as contract_options
@@ -80,6 +82,12 @@ INDEX_OPTIONS = stack(
         help="JSONL field naming a record's code language (swift, python, ...): chunked as code.",
     ),
     click.option("--json", "as_json", is_flag=True, help="Print the report as JSON."),
+    click.option(
+        "--watch",
+        is_flag=True,
+        help="Then keep the index equal to the folders until Ctrl-C (docs/watching.md).",
+    ),
+    click.option("--poll", is_flag=True, help="With --watch: sweep the folders, no OS events."),
 )
 
 
@@ -148,20 +156,19 @@ def index_cmd(
     code_chunk_size: int | None,
     split_identifiers: bool | None,
     code_vocabulary: bool | None,
-    id_field: str,
-    title_field: str,
-    text_field: str,
-    collection_field: str | None,
     fail_fast: bool,
     max_file_size: int,
-    renames: tuple[str, ...],
-    language_field: str,
     as_json: bool,
+    watch: bool,
+    poll: bool,
+    **jsonl_options: Any,  # the --*-field options, read by `_jsonl_fields`
 ) -> None:
     """Index files and folders (text, Markdown, JSONL, source code); unchanged files are skipped.
 
     Every good file is indexed; a file that cannot be is reported with its reason and
-    position, and the command then exits with status 1.
+    position, and the command then exits with status 1. The documents of a folder's files
+    that are gone are removed (unless --keep-missing). With --watch it keeps running and
+    follows every change until Ctrl-C.
     """
     keywords(INDEXING, {"max_chars": max_chars, "overlap": overlap, "min_chars": min_chars})
     with open_index(ctx, create=True) as index:
@@ -176,14 +183,13 @@ def index_cmd(
             split_identifiers,
             code_vocabulary,
         )
-        fields = JsonlFields(
-            id=id_field,
-            title=title_field,
-            text=text_field,
-            collection=collection_field,
-            rename=pairs(renames, "--field", str),
-            language=language_field or None,
-        )
+        fields = _jsonl_fields(jsonl_options)
+        policy = ReadPolicy(max_file_size=max_file_size)
+        if watch:
+            _refuse_with_watch(keep_missing, fail_fast)
+            options = dict(include=include, exclude=exclude, lenient=lenient, jsonl=fields)
+            options.update(include_ignored=include_ignored, policy=policy, polling=poll)
+            return watch_folders(index, list(paths), collection, as_json, **options)
         with warnings.catch_warnings(record=True) as caught, progress("indexing") as update:
             warnings.simplefilter("always")
             report = index.index_path(
@@ -195,7 +201,7 @@ def index_cmd(
                 fields,
                 on_file=update,
                 fail_fast=fail_fast,
-                policy=ReadPolicy(max_file_size=max_file_size),
+                policy=policy,
                 keep_missing=keep_missing,
                 include_ignored=include_ignored,
             )
@@ -207,6 +213,27 @@ def index_cmd(
         _print_index_report(report)
     if report.failed:
         sys.exit(1)
+
+
+def _jsonl_fields(given: dict) -> JsonlFields:
+    """How JSONL records map to documents, from the command's options."""
+    return JsonlFields(
+        id=given["id_field"],
+        title=given["title_field"],
+        text=given["text_field"],
+        collection=given["collection_field"],
+        rename=pairs(given["renames"], "--field", str),
+        language=given["language_field"] or None,
+    )
+
+
+def _refuse_with_watch(keep_missing: bool, fail_fast: bool) -> None:
+    for flag, given in (("--keep-missing", keep_missing), ("--fail-fast", fail_fast)):
+        if given:
+            raise click.UsageError(
+                f"{flag} cannot be used with --watch (a watcher mirrors the"
+                " folders and goes on past a file that fails)"
+            )
 
 
 def _print_warnings(caught: list[warnings.WarningMessage], lenient: bool) -> None:

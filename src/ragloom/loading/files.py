@@ -100,6 +100,17 @@ def _matches(rel: str, patterns: Sequence[str]) -> bool:
     )
 
 
+def globs_take(rel: str, include: Sequence[str], exclude: Sequence[str]) -> bool:
+    """Whether a folder's walk takes the file at `rel` (relative to the folder) by the
+    include/exclude globs; without include globs, files of the supported formats only."""
+    if include:
+        if not _matches(rel, include):
+            return False
+    elif os.path.splitext(rel)[1].lower() not in SUPPORTED_SUFFIXES:
+        return False
+    return not (exclude and _matches(rel, exclude))
+
+
 def _root_of(real: Path, roots: Sequence[Path]) -> Path | None:
     """The first configured root that holds `real`."""
     return next((r for r in roots if real == r or real.is_relative_to(r)), None)
@@ -207,19 +218,12 @@ class _Discovery:
                 d for d in dirnames if not d.startswith(".") and not rules.skips_folder(prefix + d)
             )
             for filename in sorted(filenames):
-                if filename.startswith(".") or rules.skips_file(prefix + filename):
+                if filename.startswith(".") or rules.skips_file(prefix + filename, walked=True):
                     continue
                 file = Path(dirpath) / filename
                 rel = file.relative_to(top)
-                rel_text = rel.as_posix()
-                if self.include:
-                    if not _matches(rel_text, self.include):
-                        continue
-                elif file.suffix.lower() not in SUPPORTED_SUFFIXES:
-                    continue
-                if self.exclude and _matches(rel_text, self.exclude):
-                    continue
-                self.entry(file, real_top / rel, real_top)
+                if globs_take(rel.as_posix(), self.include, self.exclude):
+                    self.entry(file, real_top / rel, real_top)
 
     def entry(self, file: Path, real: Path, real_top: Path) -> None:
         """One name found in a folder: classified by `lstat`, never opened here."""

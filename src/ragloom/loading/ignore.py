@@ -110,15 +110,16 @@ class FolderRules:
         """True when nothing under the folder `rel` is to be walked (a `.gitignore` says so)."""
         return self.gitignore and self._ignored(tuple(rel.split("/")), True)
 
-    def skips_file(self, rel: str) -> str | None:
-        """Why the file `rel` is left out (scratch, or ignored by a `.gitignore`), or None."""
+    def skips_file(self, rel: str, walked: bool = False) -> str | None:
+        """Why the file `rel` is left out (scratch, or ignored by a `.gitignore`), or None.
+        `walked`: its folders were already checked (a walk prunes what `skips_folder` says)."""
         parts = tuple(rel.split("/"))
         reason = scratch_reason(parts[-1])
         if reason is not None:
             return reason
         if not self.gitignore:
             return None
-        for depth in range(1, len(parts)):
+        for depth in range(1, 1 if walked else len(parts)):
             if self._ignored(parts[:depth], True):
                 return "in a folder a .gitignore ignores"
         if self._ignored(parts, False):

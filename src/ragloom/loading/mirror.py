@@ -47,8 +47,11 @@ def kept_sources(files: Iterable[FoundFile]) -> set[str]:
     return {f.source for f in files if f.skip is None}
 
 
-def folder_hold(folder: Path, stored: int, device: int | None = None) -> str | None:
-    """Why nothing may be removed from `folder` now (None: the folder can be trusted)."""
+def folder_hold(
+    folder: Path, stored: int, device: int | None = None, trust_empty: bool = False
+) -> str | None:
+    """Why nothing may be removed from `folder` now (None: the folder can be trusted).
+    `trust_empty`: an empty folder is taken as emptied (the OS said each file went)."""
     name = shown(folder)
     try:
         info = os.stat(folder)
@@ -59,7 +62,7 @@ def folder_hold(folder: Path, stored: int, device: int | None = None) -> str | N
         return f"{name} cannot be listed ({exc.strerror or exc}): nothing removed"
     if device is not None and info.st_dev != device:
         return f"{name} is on another device than before (unmounted?): nothing removed"
-    if not entries and stored:
+    if not entries and stored and not trust_empty:
         return (
             f"{name} is empty but {stored} document(s) came from it (an unmounted drive?):"
             " nothing removed; delete them with `ragloom delete` if the folder was emptied"
@@ -83,15 +86,19 @@ def _named_on_its_own(doc_id: str, source: str) -> bool:
 
 
 def plan_removals(
-    folder: Path, stored: Mapping[str, str], kept: set[str], device: int | None = None
+    folder: Path,
+    stored: Mapping[str, str],
+    kept: set[str],
+    device: int | None = None,
+    trust_empty: bool = False,
 ) -> MirrorOutcome:
     """Which of `stored` (id -> source, the file documents under `folder`) to remove, given
-    the sources the walk `kept`."""
+    the sources the walk `kept` (`device`, `trust_empty`: as `folder_hold` takes them)."""
     outcome = MirrorOutcome()
     candidates = {i: s for i, s in stored.items() if s not in kept}
     if not candidates:
         return outcome
-    hold = folder_hold(folder, len(stored), device)
+    hold = folder_hold(folder, len(stored), device, trust_empty)
     if hold is not None:
         outcome.held.append(hold)
         return outcome
