@@ -114,3 +114,49 @@ def test_a_second_watching_command_is_refused(tmp_path: Path) -> None:
     finally:
         first.send_signal(signal.SIGTERM)
         assert first.wait(timeout=120) == 0
+
+
+def test_the_sidecar_watches_and_its_health_says_so(tmp_path: Path) -> None:
+    import httpx
+
+    from ragloom.server.launch import ServerProcess
+
+    folder = tmp_path / "notes"
+    churn = FolderChurn(folder, notes=5, seed=2)
+    churn.setup()
+    args = ["--watch", str(folder)]
+    with ServerProcess(tmp_path / "s.db", extra_args=args, env={"RAGLOOM_EMBEDDER": "none"}) as srv:
+        health = lambda: httpx.get(f"{srv.url}/health", timeout=30).json()  # noqa: E731
+        eventually(lambda: health()["watch"]["batches"] >= 1)
+        change = churn.step()
+        while change.mark is None:
+            change = churn.step()
+
+        def searchable() -> bool:
+            body = {"query": change.mark, "mode": "lexical"}
+            hits = httpx.post(f"{srv.url}/query", json=body, timeout=30).json()["results"]
+            return [h["document_id"] for h in hits][:1] == [change.path]
+
+        eventually(searchable)
+        state = health()["watch"]
+        assert state["folders"] == ["notes"] and state["mode"] == "native"
+        assert state["last_change"] and state["pending"] == {"paths": 0, "vectors": 0}
+        assert str(tmp_path) not in str(state)
+
+
+def test_the_sidecar_does_not_start_watching_an_index_another_process_watches(
+    tmp_path: Path,
+) -> None:
+    from ragloom.errors import RagloomError
+    from ragloom.server.launch import ServerProcess
+
+    location, folder = str(tmp_path / "i.db"), tmp_path / "notes"
+    FolderChurn(folder, notes=3).setup()
+    first = start_watching(location, folder)
+    try:
+        with pytest.raises(RagloomError) as refused:
+            ServerProcess(location, extra_args=["--watch", str(folder)], env=ENV)
+        assert "one writer" in str(refused.value) and f"process {first.pid}" in str(refused.value)
+    finally:
+        first.send_signal(signal.SIGTERM)
+        first.wait(timeout=120)
