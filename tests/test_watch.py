@@ -5,6 +5,7 @@ index. Every wait is on a condition with a generous timeout: no wall-clock asser
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import shutil
@@ -13,8 +14,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
 from ragloom import Index
+from ragloom.cli import cli
 from ragloom.errors import InputError, WriterBusy
 from ragloom.watch import Watcher, events
 
@@ -162,6 +165,14 @@ def test_a_hit_says_its_vector_is_pending_while_the_service_is_down(
             hit = index.search("Orun", mode="lexical", explain=True)[0]
             assert hit.pending is True and hit.explain["vector"] == "pending"
             assert w.describe()["pending"]["vectors"] > 0
+            shown = CliRunner().invoke(
+                cli, ["--index", str(tmp_path / "i.db"), "search", "Orun", "--mode", "lexical"]
+            )
+            assert "its vector is pending" in shown.output
+            as_json = CliRunner().invoke(
+                cli, ["--index", str(tmp_path / "i.db"), "search", "Orun", "--json"]
+            )
+            assert json.loads(as_json.output)["results"][0]["pending"] is True
             service.mode = "ok"
             w._fill_after = 0.0  # the service is back: no need to wait out the back-off
             eventually(lambda: index.pending() == 0)
@@ -248,3 +259,19 @@ def test_a_vanished_folder_removes_nothing(notes: Path, tmp_path: Path) -> None:
         time.sleep(0.3)
         assert ids(index) == ["dragons.md", "places.txt"]
         away.rename(notes)
+
+
+def test_a_network_file_system_is_polled(tmp_path: Path, monkeypatch) -> None:
+    mounts = tmp_path / "mounts"
+    mounts.write_text(
+        "/dev/sda1 / ext4 rw 0 0\n"
+        f"server:/export {tmp_path / 'share'} nfs4 rw,relatime 0 0\n"
+        f"//host/docs {tmp_path / 'smb'} cifs rw 0 0\n"
+    )
+    monkeypatch.setattr(events, "MOUNTS", mounts)
+    assert events.remote_file_system(tmp_path / "share" / "notes") == "nfs4"
+    assert events.remote_file_system(tmp_path / "smb") == "cifs"
+    assert events.remote_file_system(tmp_path / "shared") is None  # not under the mount
+    assert events.remote_file_system(tmp_path / "local") is None
+    feed, why = events.native_events([tmp_path / "share" / "notes"], lambda *a: None)
+    assert feed is None and "network file system (nfs4)" in why

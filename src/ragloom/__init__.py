@@ -37,6 +37,7 @@ from ragloom.errors import (
     StorageError,
     StorageFull,
     StoreError,
+    WriterBusy,
 )
 from ragloom.index import DEFAULT_COLLECTION, Index, IndexReport
 from ragloom.lexical import BM25Params
@@ -52,6 +53,7 @@ from ragloom.server.errors import (
 )
 from ragloom.types import Chunk, ChunkSpan, Document, Hit
 from ragloom.version import __version__ as __version__
+from ragloom.watch import Watcher
 
 if TYPE_CHECKING:
     from ragloom.client import Client
@@ -118,6 +120,8 @@ __all__ = [
     "ReadInterrupted",
     "ReadOnlyStore",
     "ShardUnavailable",
+    "Watcher",
+    "WriterBusy",
     "ReadTimeout",
     "RecordError",
     "RerankError",

@@ -44,8 +44,39 @@ class NativeEvents:
         self.observer.join(timeout=5)
 
 
+REMOTE = ("nfs", "nfs4", "cifs", "smb3", "smbfs", "9p", "afs", "ceph", "glusterfs", "davfs")
+MOUNTS = Path("/proc/self/mounts")
+
+
+def remote_file_system(folder: Path) -> str | None:
+    """The type of the network file system `folder` is on (its events miss changes made by
+    other machines), or None (a local one, or not known)."""
+    try:
+        lines = MOUNTS.read_text().splitlines()
+    except OSError:
+        return None
+    best, kind = "", ""
+    for line in lines:
+        fields = line.split()
+        if len(fields) < 3:
+            continue
+        point = fields[1].replace("\\040", " ")
+        if (str(folder) + "/").startswith(point.rstrip("/") + "/") and len(point) >= len(best):
+            best, kind = point, fields[2]
+    remote = kind in REMOTE or kind.startswith(("fuse.sshfs", "fuse.rclone", "fuse.s3"))
+    return kind if remote else None
+
+
 def native_events(folders: Sequence[Path], sink: Sink) -> tuple[NativeEvents | None, str]:
     """Native events of `folders` (recursive) sent to `sink`, or (None, why not)."""
+    for folder in folders:
+        kind = remote_file_system(folder)
+        if kind is not None:
+            return (
+                None,
+                f"{folder} is on a network file system ({kind}) whose events miss"
+                " changes made elsewhere",
+            )
     from watchdog.events import FileSystemEventHandler
     from watchdog.observers import Observer
 

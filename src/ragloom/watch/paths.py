@@ -61,7 +61,7 @@ class Folder:
         """Every file the folder's walk meets (taken, skipped or failed)."""
         o = self.options
         return discover_files(
-            [self.real], o.include, o.exclude, o.policy, o.lenient, o.include_ignored
+            [self.real], o.include, o.exclude, self.policy, o.lenient, o.include_ignored
         )
 
     def takes(self, rel: str) -> bool:
