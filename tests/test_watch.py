@@ -275,3 +275,29 @@ def test_a_network_file_system_is_polled(tmp_path: Path, monkeypatch) -> None:
     assert events.remote_file_system(tmp_path / "local") is None
     feed, why = events.native_events([tmp_path / "share" / "notes"], lambda *a: None)
     assert feed is None and "network file system (nfs4)" in why
+
+
+def test_a_checkout_of_thousands_of_files_lands_in_a_few_batches(
+    notes: Path, tmp_path: Path
+) -> None:
+    with Index(tmp_path / "i.db") as index, Watcher(index, [notes]) as watcher:
+        before = watcher.describe()["batches"]
+        for i in range(2000):  # as `git checkout` writes them: all at once
+            write(notes / f"d{i // 200}" / f"f{i:04d}.md", f"checkout{i}x word")
+        eventually(lambda: index.stats()["documents"] == 2002)
+        assert found(index, "checkout1999x") == ["d9/f1999.md"]
+        batches = watcher.describe()["batches"] - before
+        assert 1 <= batches <= 40  # coalesced: never one write per file
+
+
+def test_the_queue_coalesces_a_burst_into_one_batch() -> None:
+    from ragloom.watch.changes import ChangeQueue
+
+    queue = ChangeQueue(quiet=0.2, longest=30.0)
+    for i in range(1000):
+        queue.put([f"/notes/f{i}.md"])
+    batch = queue.take(timeout=WAIT)
+    assert batch is not None and len(batch.paths) == 1000 and not batch.lost
+    assert queue.take(timeout=0.01) is None
+    queue.put([], lost=True)
+    assert queue.take(timeout=WAIT).lost
