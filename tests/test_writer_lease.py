@@ -103,3 +103,24 @@ def test_the_command_is_refused_with_exit_status_1(tmp_path: Path, folder: Path)
     finally:
         holder.kill()
         holder.wait()
+
+
+def test_the_holder_shown_to_others_holds_no_secret() -> None:
+    from ragloom.store.lease import command_line
+
+    shown = command_line(
+        [
+            "/usr/bin/ragloom",
+            "--index",
+            "postgresql://app:s3cret@db.local:5432/notes?schema=x",
+            "serve",
+            "--token",
+            "tok-123",
+            "--api-key=k-456",
+            "--watch",
+            "notes",
+        ]
+    )
+    assert "s3cret" not in shown and "tok-123" not in shown and "k-456" not in shown
+    assert shown.startswith("ragloom --index postgresql://app@db.local:5432/notes")
+    assert shown.endswith("--watch notes")

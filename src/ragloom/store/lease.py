@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import socket
 import sys
 import threading
@@ -125,7 +126,17 @@ def file_lease(path: str, where: str, what: str, wait: float = 0.0):
     return shared_lease(f"file:{os.path.realpath(path)}", acquire, busy, wait)
 
 
-def command_line() -> str:
-    """What this process runs, for a holder's description."""
-    name = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else "python"
-    return " ".join([name, *sys.argv[1:]])[:120]
+SECRET_FLAGS = ("--token", "--api-key", "--password")
+_PASSWORD = re.compile(r"(://[^/@:\s]*):[^@/\s]*@")
+
+
+def command_line(argv: list[str] | None = None) -> str:
+    """What this process runs, for a holder's description: passwords in URLs and the
+    values of secret flags left out (it is shown to other processes and database users)."""
+    argv = list(sys.argv if argv is None else argv)
+    name = os.path.basename(argv[0]) if argv and argv[0] else "python"
+    words = [name]
+    for i, arg in enumerate(argv[1:], start=1):
+        secret = argv[i - 1] in SECRET_FLAGS or arg.startswith(tuple(f + "=" for f in SECRET_FLAGS))
+        words.append("***" if secret else _PASSWORD.sub(r"\1@", arg))
+    return " ".join(words)[:120]
