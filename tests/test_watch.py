@@ -301,3 +301,15 @@ def test_the_queue_coalesces_a_burst_into_one_batch() -> None:
     assert queue.take(timeout=0.01) is None
     queue.put([], lost=True)
     assert queue.take(timeout=WAIT).lost
+
+
+def test_what_a_sweep_keeps_follows_the_folder(notes: Path, tmp_path: Path) -> None:
+    """The watcher remembers each live file once: deleted and renamed files are forgotten
+    (a long watch does not grow with the files that came and went)."""
+    with Index(tmp_path / "i.db") as index, Watcher(index, [notes]) as watcher:
+        for i in range(30):
+            path = write(notes / f"tmp{i}.md", f"passing{i}x")
+            eventually(lambda p=path: p.name in " ".join(ids(index)))
+            os.rename(path, notes / f"kept{i}.md") if i % 2 else path.unlink()
+        eventually(lambda: len(ids(index)) == 17)
+        eventually(lambda: len(watcher.marks) == 17)

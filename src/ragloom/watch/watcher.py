@@ -214,12 +214,12 @@ class Watcher:
             if sorting.walk:
                 self._sweep(folder)
                 continue
-            removal: list[str] = []
+            removal: dict[str, str] = {}
             if sorting.gone:
                 stored = candidates(self._stored(folder), sorting.gone)
                 kept = kept_sources(sorting.found)
                 plan = plan_removals(folder.real, stored, kept, folder.device, trust_empty=True)
-                removal = self._held(plan)
+                removal = {doc_id: stored[doc_id] for doc_id in self._held(plan)}
             marks = {f.source: mark_of(f) for f in sorting.found if f.skip is None}
             self._commit(folder, sorting.found, marks, removal, started)
 
@@ -239,7 +239,7 @@ class Watcher:
         result = sweep(folder, self.marks)
         stored = self._stored(folder)
         plan = plan_removals(folder.real, stored, kept_sources(result.found), folder.device)
-        removal = self._held(plan)
+        removal = {doc_id: stored[doc_id] for doc_id in self._held(plan)}
         report = self._commit(folder, result.changed, result.marks, removal, started)
         report.held = plan.held
         seconds = time.perf_counter() - started
@@ -266,17 +266,18 @@ class Watcher:
         folder: Folder,
         found: list[FoundFile],
         marks: dict[str, Mark | None],
-        removal: list[str],
+        removal: dict[str, str],
         started: float,
     ) -> IndexReport:
-        """Index `found` (lexically first, reusing the vectors of `removal`), then remove
-        `removal`; remember the marks of what was read."""
+        """Index `found` (lexically first, reusing the vectors of `removal`: id -> source),
+        then remove `removal`; remember the marks of what was read, forget those removed."""
         report = IndexReport()
         if found:
             run = FileRun(found, folder.options.lenient, self.jsonl, folder.policy)
-            plan = VectorPlan(later=True, reuse_from=tuple(removal))
+            plan = VectorPlan(later=True, reuse_from=tuple(removal))  # the ids
             report = self.index.index_run(run, self.collection, self.enrichers, plan)
-        report.removed = self.index.delete_many(removal, self.collection) if removal else 0
+        report.removed = self.index.delete_many(list(removal), self.collection) if removal else 0
+        self.marks.forget(removal.values())
         failed = {f.path for f in report.failed}
         self.marks.record(marks, [f.source for f in found if f.shown in failed])
         for failure in report.failed:
