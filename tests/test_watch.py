@@ -48,6 +48,12 @@ def write(path: Path, text: str) -> Path:
     return path
 
 
+@pytest.fixture(autouse=True)
+def own_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The watcher keeps its marks in the user's cache folder: this test's own."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+
+
 @pytest.fixture
 def notes(tmp_path: Path) -> Path:
     folder = tmp_path / "notes"
@@ -313,3 +319,19 @@ def test_what_a_sweep_keeps_follows_the_folder(notes: Path, tmp_path: Path) -> N
             os.rename(path, notes / f"kept{i}.md") if i % 2 else path.unlink()
         eventually(lambda: len(ids(index)) == 17)
         eventually(lambda: len(watcher.marks) == 17)
+
+
+def test_a_new_watcher_reads_only_what_changed_while_none_ran(notes: Path, locate) -> None:
+    location = locate()
+    with Index(location) as index:
+        with Watcher(index, [notes]) as first:
+            assert first.describe()["pending"]["paths"] == 0
+        with Watcher(index, [notes]) as again:  # nothing changed: nothing read
+            pass
+        assert again.start_report.files == 0
+        write(notes / "places.txt", "Karsh was rebuilt in granite.")
+        index.delete("dragons.md")  # by hand, while no watcher ran: its mark is not trusted
+        with Watcher(index, [notes]) as third:
+            assert third.start_report.files == 2
+            assert found(index, "granite") == ["places.txt"]
+            assert found(index, "wyrmqueen") == ["dragons.md"]

@@ -20,7 +20,13 @@ from ragloom.watch import Watcher
 from .folder_churn import FolderChurn
 from .test_watch import eventually
 
-ENV = {**os.environ, "RAGLOOM_EMBEDDER": "none"}
+ENV = {"RAGLOOM_EMBEDDER": "none"}
+
+
+@pytest.fixture(autouse=True)
+def own_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The watcher keeps its marks in the user's cache folder: this test's own."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
 
 
 def churn_until_equal(folder: Path, location, operations: int, pause: float) -> None:
@@ -51,7 +57,7 @@ def start_watching(location: str, folder: Path) -> subprocess.Popen:
         stderr=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
-        env=ENV,
+        env={**os.environ, **ENV},
     )
     assert proc.stderr is not None
     for line in proc.stderr:
@@ -100,7 +106,10 @@ def test_a_second_watching_command_is_refused(tmp_path: Path) -> None:
     try:
         command = [sys.executable, "-m", "ragloom.cli", "--index", location, "index"]
         second = subprocess.run(
-            [*command, str(folder), "--watch"], capture_output=True, text=True, env=ENV
+            [*command, str(folder), "--watch"],
+            capture_output=True,
+            text=True,
+            env={**os.environ, **ENV},
         )
         assert second.returncode == 1
         assert f"process {first.pid}" in second.stderr and "one writer" in second.stderr
@@ -108,7 +117,7 @@ def test_a_second_watching_command_is_refused(tmp_path: Path) -> None:
             [*command, str(folder)],
             capture_output=True,
             text=True,
-            env={**ENV, "RAGLOOM_WRITER_WAIT": "0.5"},
+            env={**os.environ, **ENV, "RAGLOOM_WRITER_WAIT": "0.5"},
         )
         assert once.returncode == 1 and "watching" in once.stderr
     finally:

@@ -29,9 +29,10 @@ from ragloom.loading.mirror import kept_sources, plan_removals
 from ragloom.store.lease import command_line
 from ragloom.watch.changes import LONGEST, QUIET, Batch, ChangeQueue
 from ragloom.watch.events import native_events
+from ragloom.watch.marks import Mark, Marks, mark_of, marks_file
 from ragloom.watch.paths import Folder, WalkOptions, candidates, sort_paths
 from ragloom.watch.status import WatchStatus
-from ragloom.watch.sweep import Mark, Marks, mark_of, sweep
+from ragloom.watch.sweep import sweep
 
 log = logging.getLogger("ragloom.watch")
 
@@ -63,6 +64,7 @@ class Watcher:
         sweep_every: float = SWEEP_EVERY,
         backfill: bool = True,
         polling: bool = False,
+        keep_marks: bool = True,
         quiet: float = QUIET,
         longest: float = LONGEST,
     ) -> None:
@@ -76,7 +78,6 @@ class Watcher:
         self.jsonl, self.enrichers = jsonl, tuple(enrichers)
         self.sweep_every, self.backfill, self.polling = sweep_every, backfill, polling
         self.queue = ChangeQueue(quiet, longest)
-        self.marks = Marks()
         self.status = WatchStatus([f.shown for f in self.folders])
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
@@ -91,6 +92,8 @@ class Watcher:
             os.path.realpath(where) if where else f"{store.location}|{getattr(store, 'schema', '')}"
         )
         self._claimed = False
+        self.start_report = IndexReport()  # what the first sweep did
+        self.marks = Marks(marks_file(self._key, collection) if keep_marks else None)
 
     # -- lifecycle ------------------------------------------------------------------------
     def start(self, background: bool = False) -> IndexReport:
@@ -111,7 +114,9 @@ class Watcher:
                     self.status.polling(why)
             else:
                 self.status.polling("asked to poll")
+            self._load_marks()
             report = IndexReport() if background else self._sweep_all()
+            self.start_report = report
             self._thread = threading.Thread(target=self._run, name="ragloom-watch", daemon=True)
             self._thread.start()
             self.status.running = True
@@ -131,6 +136,7 @@ class Watcher:
             self._thread.join(timeout)
             self._thread = None
         self.status.running = False
+        self.marks.close()
         self._release()
 
     def _claim(self) -> None:
@@ -256,6 +262,29 @@ class Watcher:
                 return {}
             return snap.file_documents_under(self.collection, folder.shown)
 
+    def _hashes(self, files: Sequence[FoundFile]) -> dict[str, str]:
+        """The content hash each file's document has now, by source (its first part's)."""
+        ids = {f.id: f.source for f in files if f.skip is None and f.error is None}
+        with self.index.store.snapshot() as snap:
+            if self.collection not in snap.collections():
+                return {}
+            stored = snap.content_hashes(self.collection, list(ids))
+        return {ids[doc_id]: value for doc_id, value in stored.items()}
+
+    def _load_marks(self) -> None:
+        """Take the marks kept by an earlier watcher that still match the index."""
+        for folder in self.folders:
+            by_source: dict[str, str] = {}
+            for doc_id, source in self._stored(folder).items():
+                if len(doc_id) < len(by_source.get(source, doc_id + "#")):
+                    by_source[source] = doc_id  # a file's first part holds its id
+            with self.index.store.snapshot() as snap:
+                if self.collection not in snap.collections():
+                    return
+                hashes = snap.content_hashes(self.collection, list(by_source.values()))
+            stored = {source: hashes.get(doc_id, "") for source, doc_id in by_source.items()}
+            self.marks.load(stored)
+
     def _held(self, plan) -> list[str]:
         for reason in plan.held:
             log.warning("%s", reason)
@@ -272,14 +301,15 @@ class Watcher:
         """Index `found` (lexically first, reusing the vectors of `removal`: id -> source),
         then remove `removal`; remember the marks of what was read, forget those removed."""
         report = IndexReport()
+        run = FileRun(found, folder.options.lenient, self.jsonl, folder.policy)
         if found:
-            run = FileRun(found, folder.options.lenient, self.jsonl, folder.policy)
             plan = VectorPlan(later=True, reuse_from=tuple(removal))  # the ids
             report = self.index.index_run(run, self.collection, self.enrichers, plan)
         report.removed = self.index.delete_many(list(removal), self.collection) if removal else 0
         self.marks.forget(removal.values())
         failed = {f.path for f in report.failed}
-        self.marks.record(marks, [f.source for f in found if f.shown in failed])
+        hashes = self._hashes(run.files) if marks else {}
+        self.marks.record(marks, hashes, [f.source for f in run.files if f.shown in failed])
         for failure in report.failed:
             log.warning("failed %s: %s", failure.path, failure.reason)
         if report.documents or report.removed:
