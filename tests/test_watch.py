@@ -335,3 +335,26 @@ def test_a_new_watcher_reads_only_what_changed_while_none_ran(notes: Path, locat
             assert third.start_report.files == 2
             assert found(index, "granite") == ["places.txt"]
             assert found(index, "wyrmqueen") == ["dragons.md"]
+
+
+def test_a_batch_the_store_refused_is_caught_up_by_a_sweep(
+    notes: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ragloom.errors import StorageError
+    from ragloom.watch import watcher as watching
+
+    monkeypatch.setattr(watching, "RETRY_SWEEP", 0.2)
+    with Index(tmp_path / "i.db") as index, Watcher(index, [notes]) as watcher:
+        real = index.index_run
+        failures: list[str] = []
+
+        def refuse_once(*args, **kwargs):
+            if not failures:
+                failures.append("disk full")
+                raise StorageError("the disk is full", "free some space")
+            return real(*args, **kwargs)
+
+        monkeypatch.setattr(index, "index_run", refuse_once)
+        write(notes / "late.md", "lateword")
+        eventually(lambda: found(index, "lateword") == ["late.md"])
+        assert failures and watcher.describe()["last_error"] == "the disk is full"

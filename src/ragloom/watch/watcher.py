@@ -39,6 +39,7 @@ log = logging.getLogger("ragloom.watch")
 SWEEP_EVERY = float(os.environ.get("RAGLOOM_SWEEP_EVERY", "600"))  # seconds between sweeps
 POLL_AT_LEAST = 2.0  # seconds between sweeps when polling, at the least...
 POLL_SHARE = 100  # ...and this many times a sweep's own time (under 1% of a core)
+RETRY_SWEEP = 5.0  # seconds after a failed batch before a sweep catches up
 FILL_SLICE = 16  # chunks embedded at a time while the folder is quiet
 FILL_BACKOFF = 300.0  # longest wait after the embedding service failed
 _WATCHING: dict[str, str] = {}  # the indexes watched in this process -> their folders
@@ -121,6 +122,9 @@ class Watcher:
             self._thread.start()
             self.status.running = True
         except BaseException:
+            if self._events is not None:
+                self._events.stop()
+                self._events = None
             self._release()
             raise
         return report
@@ -199,13 +203,14 @@ class Watcher:
         """Run one step; an unexpected failure is logged and the watcher goes on."""
         try:
             work(*args)
-        except RagloomError as exc:
+        except RagloomError as exc:  # the store failed, say: a sweep soon catches up
             self.status.error(exc.message)
-            log.warning("%s", exc.message)
+            log.warning("%s; sweeping again in %.0f s", exc.message, RETRY_SWEEP)
+            self._next_sweep = time.monotonic() + RETRY_SWEEP
         except Exception as exc:  # keep watching: the next sweep repairs what this missed
             self.status.error(f"{type(exc).__name__}: {exc}")
             log.exception("watching failed on a batch; a sweep will catch up")
-            self._next_sweep = time.monotonic() + 5.0
+            self._next_sweep = time.monotonic() + RETRY_SWEEP
 
     # -- batches and sweeps ---------------------------------------------------------------
     def _apply(self, batch: Batch) -> None:
