@@ -135,16 +135,16 @@ def test_lexical_first_then_vectors_and_a_rename_embeds_nothing(
         return sum(len(r["input"]) for r in service.requests)
 
     with EmbedServer() as service:
-        service.delay = 0.3  # embedding is the slow part
         spec = f"openai:stand-in@{service.url}/v1"
         with Index(tmp_path / "i.db", embedder=spec) as index, Watcher(index, [notes]) as w:
             eventually(lambda: index.pending() == 0)
+            service.delay = 8.0  # embedding is the slow part: the words come first
             write(notes / "saga.md", "The saga of Orun tells of salt flats and quiet kings.")
             eventually(lambda: found(index, "Orun") == ["saga.md"])
-            hits = index.search("Orun", mode="lexical", explain=True)
-            if hits[0].pending:  # found before its vector came: it says so
-                assert hits[0].explain["vector"] == "pending"
-                assert hits[0].to_dict()["pending"] is True
+            hit = index.search("Orun", mode="lexical", explain=True)[0]
+            assert hit.pending is True and hit.explain["vector"] == "pending"
+            assert hit.to_dict()["pending"] is True
+            service.delay = 0.0
             eventually(lambda: index.pending() == 0)
             hit = index.search("Orun", mode="hybrid")[0]
             assert hit.pending is False and hit.match in ("both", "dense")
