@@ -228,3 +228,14 @@ def test_post_index_of_a_root_mirrors_it(tmp_path: Path, notes: Path) -> None:
         assert answer["ok"] and answer["removed"] == 1 and answer["held"] == []
         hits = http.post("/query", json={"query": "basalt", "mode": "lexical"}).json()
         assert hits["results"] == []
+
+
+def test_a_folder_named_though_git_ignores_it_is_indexed(tmp_path: Path, locate) -> None:
+    (tmp_path / ".git").mkdir()
+    _write(tmp_path / ".gitignore", "notes/\n*.log.md\n")
+    _write(tmp_path / "notes" / "keep.md", "keptword")
+    _write(tmp_path / "notes" / "deep" / ".gitignore", "*.tmp.md\n")
+    _write(tmp_path / "notes" / "deep" / "x.tmp.md", "tmpword")
+    with Index(locate()) as index:
+        index.index_path(tmp_path / "notes")  # asked for by name: the rules above do not apply
+        assert _ids(index) == ["keep.md"]

@@ -77,6 +77,8 @@ class FolderRules:
                     for p in reversed(real.parents)
                     if p.is_relative_to(tree)
                 ]
+                if self._ignored((), True):  # the folder named is itself ignored: asked for
+                    self._above = []
 
     def forget(self, folder: Path) -> None:
         """Read `folder`'s `.gitignore` again when next needed (it was edited)."""
