@@ -124,3 +124,25 @@ def test_the_holder_shown_to_others_holds_no_secret() -> None:
     assert "s3cret" not in shown and "tok-123" not in shown and "k-456" not in shown
     assert shown.startswith("ragloom --index postgresql://app@db.local:5432/notes")
     assert shown.endswith("--watch notes")
+
+
+def test_post_index_of_a_folder_is_refused_with_409(tmp_path: Path, folder: Path) -> None:
+    import httpx
+
+    from ragloom.server.launch import ServerProcess
+
+    db = str(tmp_path / "s.db")
+    Index(db).close()
+    holder = _holder(db)
+    env = {"RAGLOOM_EMBEDDER": "none", "RAGLOOM_WRITER_WAIT": "0.2"}
+    try:
+        with ServerProcess(db, roots=[folder], env=env) as server:
+            answer = httpx.post(f"{server.url}/index", json={"path": str(folder)}, timeout=60)
+            assert answer.status_code == 409, answer.text
+            body = answer.json()
+            assert body["code"] == "writer_busy" and f"process {holder.pid}" in body["error"]
+            inline = {"documents": [{"id": "n1", "text": "records need no lease"}]}
+            assert httpx.post(f"{server.url}/index", json=inline, timeout=60).json()["ok"]
+    finally:
+        holder.kill()
+        holder.wait()
