@@ -35,7 +35,8 @@ def hits_of(
         if missing:  # cannot happen within one snapshot; fail loudly, never drop hits
             raise RuntimeError(f"snapshot inconsistency: rows {missing[:5]} vanished")
         hits = hydrate(candidates, chunks, options if options.explain else None)
-        mark_pending(hits, candidates, snap.collection(collection))
+        if hits:  # a search of a fresh index finds no collection, and nothing to mark
+            mark_pending(hits, candidates, snap.collection(collection))
         if options.explain and hits:
             config = snap.collection(collection).config
             explain_matches(hits, analyzer_for(config.tokenizer), query)

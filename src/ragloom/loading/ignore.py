@@ -69,7 +69,10 @@ class FolderRules:
         # Folders above `top` whose .gitignore also applies, with `top`'s path from each.
         self._above: list[tuple[Path, tuple[str, ...]]] = []
         if gitignore:
-            real = self.top.resolve()
+            try:
+                real = self.top.resolve()
+            except OSError:  # a link on the way changed meanwhile: its own rules only
+                return
             tree = _work_tree_top(real)
             if tree is not None:
                 self._above = [

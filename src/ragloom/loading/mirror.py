@@ -38,8 +38,15 @@ class MirrorOutcome:
 
 def walked_folders(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
     """The real paths of the folders among `paths` (files named on their own mirror
-    nothing)."""
-    return [Path(os.path.realpath(p)) for p in paths if os.path.isdir(p)]
+    nothing, and so does a path that changed under a link while it was resolved)."""
+    out = []
+    for path in paths:
+        try:
+            if os.path.isdir(path):
+                out.append(Path(os.path.realpath(path, strict=True)))
+        except OSError:  # swapped while it was looked at: removing nothing is safe
+            continue
+    return out
 
 
 def kept_sources(files: Iterable[FoundFile]) -> set[str]:
