@@ -93,6 +93,6 @@ def test_every_hit_field_comes_from_its_candidate_or_its_chunk() -> None:
         "start": 10, "end": 18, "source": "src.md", "title": "T", "metadata": {"k": 1},
         "collection": "notes", "match": "both", "lexical_rank": 2, "lexical_score": 3.5,
         "dense_rank": 4, "dense_score": 0.6, "fused_score": 0.7, "rerank_score": 0.9, "hop": 2,
-        "tokens": None, "explain": None,
+        "tokens": None, "explain": None, "pending": False,
     }  # fmt: skip
     assert {f.name: getattr(hit, f.name) for f in fields(Hit)} == expected

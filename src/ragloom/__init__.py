@@ -44,6 +44,7 @@ from ragloom.errors import (
     StorageFull,
     StoreError,
     UnsupportedFormat,
+    WriterBusy,
 )
 from ragloom.index import DEFAULT_COLLECTION, Index, IndexReport
 from ragloom.lexical import BM25Params
@@ -59,6 +60,7 @@ from ragloom.server.errors import (
 )
 from ragloom.types import Chunk, ChunkSpan, Document, Hit, Structure
 from ragloom.version import __version__ as __version__
+from ragloom.watch import Watcher
 
 if TYPE_CHECKING:
     from ragloom.client import Client
@@ -132,6 +134,8 @@ __all__ = [
     "ReadInterrupted",
     "ReadOnlyStore",
     "ShardUnavailable",
+    "Watcher",
+    "WriterBusy",
     "ReadTimeout",
     "RecordError",
     "RerankError",

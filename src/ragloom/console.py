@@ -115,6 +115,8 @@ def report_line(report: Any) -> str:
     )
     if report.failed:
         line += f", {len(report.failed)} failed"
+    if getattr(report, "removed", 0):
+        line += f", {report.removed} removed (gone from the folder)"
     if report.left_out:
         line += f"; {len(report.left_out)} left out by rules"
     if report.fragments:

@@ -200,6 +200,13 @@ class IndexTimeout(RagloomError):
     code = "timeout"
 
 
+class WriterBusy(RagloomError):
+    """Another process is indexing folders into this index (a watcher, or `ragloom index`):
+    one writer of folders at a time, so their runs never interleave. Nothing was written."""
+
+    code = "writer_busy"
+
+
 class StoreError(RagloomError):
     """The index file cannot be used (corrupt, foreign, newer schema)."""
 

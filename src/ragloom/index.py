@@ -8,7 +8,7 @@ version and every failed write change nothing).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -25,17 +25,18 @@ from ragloom.engine.calibration import calibrate
 from ragloom.engine.collections import configure, index_stats
 from ragloom.engine.documents import embedding_text
 from ragloom.engine.embedders import Embedders
-from ragloom.engine.ingest import IndexReport, Ingest
+from ragloom.engine.ingest import IndexReport, Ingest, VectorPlan
 from ragloom.engine.keywords import collection_requests, search_options
 from ragloom.engine.legs import DEFAULT_COLLECTION
 from ragloom.engine.reading import IndexReading
 from ragloom.engine.refresh import FusionProfiles
 from ragloom.engine.searching import Searcher, Sections
 from ragloom.engine.services import SearchServices
+from ragloom.engine.writes import Writes
 from ragloom.enrich import Enricher
-from ragloom.errors import InputError, NotFound
+from ragloom.errors import InputError
 from ragloom.lexical import BM25Params, kernels
-from ragloom.loading import JsonlFields, ReadPolicy, StopSignal, index_files
+from ragloom.loading import FileRun, JsonlFields, ReadPolicy, StopSignal, index_files
 from ragloom.retrieval.ranking import Ranking
 from ragloom.retrieval.search_options import SearchOptions
 from ragloom.store import StoredDocument
@@ -81,6 +82,7 @@ class Index:
         self.path = getattr(self.store, "path", self.store.location)
         self._ingest = Ingest(self.store, self.models)
         self._profiles = FusionProfiles(self.store, self.models)  # adaptive fusion's weights
+        self._writes = Writes(self._ingest, self._profiles)
         self.services = SearchServices(llm, reranker)  # built on first use
         self._searcher = Searcher(self.store, self.models, self.services)
 
@@ -131,12 +133,7 @@ class Index:
         documents are still stored and searchable lexically, their vectors pending (filled
         by a later call); `on_embed_error="raise"` raises the service's error instead.
         """
-        with self._profiles.writing():
-            report = self._ingest.add(documents, collection, on_batch, enrichers, on_embed_error)
-            if report.chunks and not report.embedding_error:
-                self._ingest.fill_waiting()
-                self._profiles.after_write()
-        return report
+        return self._writes.add(documents, collection, on_batch, enrichers, on_embed_error)
 
     def index_path(
         self,
@@ -153,31 +150,39 @@ class Index:
         fail_fast: bool = False,
         policy: ReadPolicy | None = None,
         stop: StopSignal | None = None,
+        keep_missing: bool = False,
+        include_ignored: bool = False,
     ) -> IndexReport:
-        """Index a file, a list of files or directory trees (include/exclude globs).
+        """Index a file, a list of files or directory trees (include/exclude globs; scratch
+        files and what a `.gitignore` ignores are left out unless `include_ignored`).
 
         Every good file is indexed; a file that cannot be (invalid text, a bad JSONL line, over
         `policy.max_file_size`, ...) is reported in `report.failed` with a warning, or raised
-        at once with `fail_fast`. Binary and non-regular files are skipped with a warning.
-        `lenient` replaces invalid bytes with U+FFFD and skips bad JSONL lines. One file is
-        one document however it is reached (see `ragloom.loading.run`).
-        `on_file(done, total)` reports progress; `stop` ends the run early (IndexTimeout).
+        at once with `fail_fast`; a file of no supported format is one of them too. Files a
+        rule leaves out are counted (`report.left_out`); non-regular files are skipped with a
+        warning. `lenient` replaces invalid bytes with U+FFFD and skips bad JSONL lines. One file is
+        one document however it is reached (`ragloom.loading.run`). A folder's documents of
+        files gone (or now left out) are removed (`report.removed`; `report.held` says why
+        not) unless `keep_missing`. `on_file(done, total)` hears of progress; `stop` ends it.
         """
-        if isinstance(paths, (str, Path)):
-            paths = [paths]
-        run = index_files(paths, include, exclude, lenient, jsonl, policy, fail_fast, stop)
+        paths = [paths] if isinstance(paths, (str, Path)) else list(paths)
+        run = index_files(
+            paths, include, exclude, lenient, jsonl, policy, fail_fast, stop, include_ignored
+        )
         run.on_file = on_file
-        with self._profiles.writing():
-            report = self._ingest.add_files(run, collection, enrichers, on_embed_error)
-            if report.chunks and not report.embedding_error:
-                self._ingest.fill_waiting()
-                self._profiles.after_write()
-        for stale in run.stale:  # stored under another id, or a part no longer there
-            with suppress(NotFound):
-                self.delete(stale, collection)
-        report.files, report.skipped, report.failed = run.done, run.skipped, run.failed
-        report.left_out = run.left_out
-        return report
+        plan = VectorPlan(on_embed_error)
+        return self._writes.folders(run, paths, collection, enrichers, plan, keep_missing)
+
+    def index_run(
+        self,
+        run: FileRun,
+        collection: str = DEFAULT_COLLECTION,
+        enrichers: Sequence[Enricher] = (),
+        plan: VectorPlan | None = None,
+    ) -> IndexReport:
+        """Index a prepared `FileRun` (as `index_path` and the watcher make); `plan` says
+        how vectors are made (`later`: lexically searchable first, vectors filled after)."""
+        return self._writes.files(run, collection, enrichers, plan or VectorPlan())
 
     def delete(self, doc_id: str, collection: str = DEFAULT_COLLECTION) -> int:
         """Remove a document and every trace of it; returns the number of chunks removed."""
@@ -186,6 +191,10 @@ class Index:
         if removed:
             self._profiles.background.schedule()
         return removed
+
+    def delete_many(self, doc_ids: Sequence[str], collection: str = DEFAULT_COLLECTION) -> int:
+        """Remove documents (ids not stored are passed over); returns how many were removed."""
+        return self._writes.delete(doc_ids, collection)
 
     def reembed(
         self, collection: str = DEFAULT_COLLECTION, embedder: str | Embedder = "local"

@@ -107,6 +107,7 @@ class Hit:
     hop: int | None = None  # multi-hop: the round that found this chunk
     tokens: int | None = None  # size of `text` in cl100k tokens, for prompt budgeting
     explain: dict[str, Any] | None = None
+    pending: bool = False  # its vector is still being made: only the lexical leg finds it yet
 
     @property
     def place(self) -> str | None:
@@ -139,6 +140,7 @@ class Hit:
             "rerank_score": self.rerank_score,
             "hop": self.hop,
             "tokens": self.tokens,
+            "pending": self.pending,
         }
 
 

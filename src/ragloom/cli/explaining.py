@@ -66,7 +66,8 @@ def found_by(hit: Any) -> str:
         for leg, rank in (("lexical", hit.lexical_rank), ("dense", hit.dense_rank))
         if rank is not None
     ]
-    return f"found by {hit.match}" + (f" ({', '.join(ranks)})" if len(ranks) > 1 else "")
+    pending = "; its vector is pending" if getattr(hit, "pending", False) else ""
+    return f"found by {hit.match}" + (f" ({', '.join(ranks)})" if len(ranks) > 1 else "") + pending
 
 
 def print_steps(hits: Any) -> None:

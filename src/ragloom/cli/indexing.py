@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import sys
 import warnings
+from typing import Any
 
 import click
 from rich.markup import escape
 
 from ragloom.cli.common import ByteSize, collection_option, open_index, pairs, stack, where_options
+from ragloom.cli.watching import watch_folders
 from ragloom.console import err, out, print_json, progress, report_line, steps_progress
 from ragloom.contract.cli import keywords
 from ragloom.contract.cli import options as contract_options
@@ -17,7 +19,16 @@ from ragloom.loading import DEFAULT_MAX_FILE_SIZE, JsonlFields, ReadPolicy
 
 # The declared indexing options (`ragloom.contract`): a chunk size left out keeps the
 # collection's own.
-INDEXING = ("include", "exclude", "lenient", "max_chars", "overlap", "min_chars")
+INDEXING = (
+    "include",
+    "exclude",
+    "lenient",
+    "keep_missing",
+    "include_ignored",
+    "max_chars",
+    "overlap",
+    "min_chars",
+)
 
 INDEX_OPTIONS = stack(
     click.argument("paths", nargs=-1, required=True),
@@ -78,6 +89,12 @@ INDEX_OPTIONS = stack(
         help="JSONL field naming a record's code language (swift, python, ...): chunked as code.",
     ),
     click.option("--json", "as_json", is_flag=True, help="Print the report as JSON."),
+    click.option(
+        "--watch",
+        is_flag=True,
+        help="Then keep the index equal to the folders until Ctrl-C (docs/watching.md).",
+    ),
+    click.option("--poll", is_flag=True, help="With --watch: sweep the folders, no OS events."),
 )
 
 
@@ -137,6 +154,8 @@ def index_cmd(
     include: tuple[str, ...],
     exclude: tuple[str, ...],
     lenient: bool,
+    keep_missing: bool,
+    include_ignored: bool,
     max_chars: int | None,
     overlap: int | None,
     min_chars: int | None,
@@ -144,21 +163,21 @@ def index_cmd(
     code_chunk_size: int | None,
     split_identifiers: bool | None,
     code_vocabulary: bool | None,
-    id_field: str,
-    title_field: str,
-    text_field: str,
-    collection_field: str | None,
     fail_fast: bool,
     max_file_size: int,
     convert_timeout: float,
-    renames: tuple[str, ...],
-    language_field: str,
     as_json: bool,
+    watch: bool,
+    poll: bool,
+    **jsonl_options: Any,  # the --*-field and --field options, read by `_jsonl_fields`
 ) -> None:
     """Index files and folders (text, code, JSONL, CSV, PDF, HTML, Word, slides, EPUB, notebooks).
 
     Unchanged files are skipped; a file that cannot be indexed is named with its reason and
-    position, and the command then exits with status 1."""
+    position, and the command then exits with status 1. The documents of a folder's files
+    that are gone are removed (unless --keep-missing). With --watch it keeps running and
+    follows every change until Ctrl-C.
+    """
     keywords(INDEXING, {"max_chars": max_chars, "overlap": overlap, "min_chars": min_chars})
     with open_index(ctx, create=True) as index:
         _configure(
@@ -172,14 +191,13 @@ def index_cmd(
             split_identifiers,
             code_vocabulary,
         )
-        fields = JsonlFields(
-            id=id_field,
-            title=title_field,
-            text=text_field,
-            collection=collection_field,
-            rename=pairs(renames, "--field", str),
-            language=language_field or None,
-        )
+        fields = _jsonl_fields(jsonl_options)
+        policy = ReadPolicy(max_file_size=max_file_size, convert_timeout=convert_timeout)
+        if watch:
+            _refuse_with_watch(keep_missing, fail_fast)
+            options = dict(include=include, exclude=exclude, lenient=lenient, jsonl=fields)
+            options.update(include_ignored=include_ignored, policy=policy, polling=poll)
+            return watch_folders(index, list(paths), collection, as_json, **options)
         with warnings.catch_warnings(record=True) as caught, progress("indexing") as update:
             warnings.simplefilter("always")
             report = index.index_path(
@@ -191,14 +209,11 @@ def index_cmd(
                 fields,
                 on_file=update,
                 fail_fast=fail_fast,
-                policy=ReadPolicy(max_file_size=max_file_size, convert_timeout=convert_timeout),
+                policy=policy,
+                keep_missing=keep_missing,
+                include_ignored=include_ignored,
             )
-        for warning in caught:
-            message = str(warning.message)
-            if not message.startswith(("skipped ", "failed ")) or (
-                lenient and message.startswith("skipped ")
-            ):
-                err.print(f"[yellow]warning:[/] {escape(message)}", highlight=False)
+        _print_warnings(caught, lenient)
         _finish_pending_work(index)
     if as_json:
         print_json({"ok": not report.failed, **report.to_dict("cli")})
@@ -206,6 +221,38 @@ def index_cmd(
         _print_index_report(report)
     if report.failed:
         sys.exit(1)
+
+
+def _jsonl_fields(given: dict) -> JsonlFields:
+    """How JSONL records map to documents, from the command's options."""
+    return JsonlFields(
+        id=given["id_field"],
+        title=given["title_field"],
+        text=given["text_field"],
+        collection=given["collection_field"],
+        rename=pairs(given["renames"], "--field", str),
+        language=given["language_field"] or None,
+    )
+
+
+def _refuse_with_watch(keep_missing: bool, fail_fast: bool) -> None:
+    for flag, given in (("--keep-missing", keep_missing), ("--fail-fast", fail_fast)):
+        if given:
+            raise click.UsageError(
+                f"{flag} cannot be used with --watch (a watcher mirrors the"
+                " folders and goes on past a file that fails)"
+            )
+
+
+def _print_warnings(caught: list[warnings.WarningMessage], lenient: bool) -> None:
+    """The run's warnings but those the report lists (skipped and failed files; with
+    --lenient, skipped records are shown too)."""
+    for warning in caught:
+        message = str(warning.message)
+        if not message.startswith(("skipped ", "failed ")) or (
+            lenient and message.startswith("skipped ")
+        ):
+            err.print(f"[yellow]warning:[/] {escape(message)}", highlight=False)
 
 
 def _finish_pending_work(index: Index) -> None:
@@ -227,6 +274,8 @@ def _print_index_report(report: IndexReport) -> None:
         line = f"[red]failed[/] {escape(failure.path)}: {escape(reason)}"
         err.print(line, highlight=False, soft_wrap=True)
     out.print(report_line(report))
+    for held in report.held:
+        err.print(f"warning: {held}", highlight=False, markup=False, soft_wrap=True)
     if report.pending:
         err.print(
             f"warning: {report.pending} chunk(s) wait for vectors ({report.embedding_error}); "

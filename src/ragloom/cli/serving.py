@@ -27,6 +27,13 @@ SERVE_OPTIONS = stack(
         help="Folder whose files POST /index may read (repeatable; none: path indexing off).",
     ),
     click.option(
+        "--watch",
+        "watched",
+        multiple=True,
+        type=click.Path(exists=True, file_okay=False),
+        help="Folder to keep the index equal to (repeatable; a --root too; docs/watching.md).",
+    ),
+    click.option(
         "--token", envvar="RAGLOOM_TOKEN", help="Bearer token required (env RAGLOOM_TOKEN)."
     ),
     click.option(
@@ -90,6 +97,7 @@ def serve(
     host: str,
     port: int,
     roots: tuple[str, ...],
+    watched: tuple[str, ...],
     token: str | None,
     max_body: int,
     allowed_hosts: tuple[str, ...],
@@ -119,6 +127,7 @@ def serve(
         index_timeout=index_timeout,
         llm=ctx.obj["llm"],
         reranker=reranker,
+        watch=watched,
     )
     run_server(settings, host=host, port=port, access_log=access_log)
 

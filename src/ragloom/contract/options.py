@@ -310,6 +310,20 @@ INDEX_OPTIONS: tuple[Option, ...] = (
         surfaces=_INDEXING,
     ),
     Option(
+        "keep_missing",
+        "boolean",
+        "Keep the documents of files gone from the folder (for a folder indexed in parts).",
+        default=False,
+        surfaces=_INDEXING,
+    ),
+    Option(
+        "include_ignored",
+        "boolean",
+        "Index the files a .gitignore in the folder ignores too.",
+        default=False,
+        surfaces=_INDEXING,
+    ),
+    Option(
         "max_chars",
         "integer",
         "Max characters a chunk (0: each document whole).",

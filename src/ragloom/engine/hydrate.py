@@ -11,7 +11,7 @@ from ragloom.context import count_tokens
 from ragloom.retrieval.fusion import effective_weights
 from ragloom.retrieval.pipeline import Candidate
 from ragloom.retrieval.search_options import SearchOptions
-from ragloom.store.base import Snapshot
+from ragloom.store.base import CollectionReader, Snapshot
 from ragloom.store.records import StoredChunk
 from ragloom.text import Tokenizer, analyzer_for
 from ragloom.text.highlight import match_spans, matched_terms
@@ -35,6 +35,8 @@ def hits_of(
         if missing:  # cannot happen within one snapshot; fail loudly, never drop hits
             raise RuntimeError(f"snapshot inconsistency: rows {missing[:5]} vanished")
         hits = hydrate(candidates, chunks, options if options.explain else None)
+        if hits:  # a search of a fresh index finds no collection, and nothing to mark
+            mark_pending(hits, candidates, snap.collection(collection))
         if options.explain and hits:
             tokenizer = analyzer_for(snap.collection(collection).config.tokenizer)
             explain_matches(hits, tokenizer, tokenizer.terms(query))
@@ -43,6 +45,22 @@ def hits_of(
         for hit in hits:
             hit.tokens = count_tokens(hit.text)
         return hits, sum(hit.tokens or 0 for hit in hits)
+
+
+def mark_pending(
+    hits: Sequence[Hit], candidates: Sequence[Candidate], reader: CollectionReader
+) -> None:
+    """Say which hits' chunks still wait for their vector (indexed lexically first, or while
+    the embedding service was down): only the lexical leg can find them until then."""
+    if not hits or not reader.pending():
+        return
+    rows = [c.row_id for c in candidates]
+    vectors = reader.vectors(rows)
+    for hit, vector in zip(hits, vectors):  # one snapshot: every candidate became a hit
+        if not vector.any():
+            hit.pending = True
+            if hit.explain is not None:
+                hit.explain["vector"] = "pending"
 
 
 def explanation(cand: Candidate, options: Any) -> dict[str, Any]:

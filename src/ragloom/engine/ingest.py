@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -28,10 +27,11 @@ from ragloom.engine.documents import (
     embedding_text,
 )
 from ragloom.engine.embedders import Embedders, embedding_config
+from ragloom.engine.report import IndexReport
 from ragloom.engine.stored_files import StoredFileIds, known_converted
 from ragloom.enrich import Enricher, enrich_span, enrichers_fingerprint
 from ragloom.errors import EmbeddingError, EmbeddingMismatch, InputError, NotFound, worded
-from ragloom.loading.run import FileFailure, FileRun, batches
+from ragloom.loading.run import FileRun, batches
 from ragloom.store.base import Store
 from ragloom.store.document_text import text_hash
 from ragloom.store.records import CollectionInfo, NewChunk, NewDocument
@@ -44,50 +44,16 @@ WRITE_CHARS = 8_000_000  # and at most about this much text per transaction
 ON_EMBED_ERROR = ("pending", "raise")
 
 
-@dataclass
-class IndexReport:
-    """What an indexing call did."""
+@dataclass(frozen=True)
+class VectorPlan:
+    """How a write gets its vectors: `on_error` "pending" (stored without, filled later) or
+    "raise"; `later`: embed nothing now (lexically searchable at once, vectors pending and
+    filled by `fill_pending`), only reuse known vectors; `reuse_from`: other documents whose
+    vectors of the same texts may be reused (the old ids of renamed files)."""
 
-    documents: int = 0  # new or changed documents written
-    unchanged: int = 0  # documents whose content hash matched: nothing done
-    chunks: int = 0  # chunks written
-    files: int = 0  # files read
-    skipped: list[tuple[str, str]] = field(default_factory=list)  # (path, reason)
-    left_out: list[tuple[str, str]] = field(default_factory=list)  # (path, rule): not read
-    failed: list[FileFailure] = field(default_factory=list)  # files that could not be indexed
-    pending: int = 0  # chunks stored without a vector (the embedding service failed)
-    embedding_error: str | None = None  # why they are pending
-    embedding_seconds: float = 0.0  # time spent computing vectors
-    embedded: int = 0  # passages embedded (vectors reused from the cache are not counted)
-    fragments: int = 0  # pieces shorter than the collection's min_chars, dropped
-    unchanged_chunks: int = 0  # chunks held by the unchanged documents
-
-    @property
-    def total_chunks(self) -> int:
-        """Chunks the indexed documents hold now, written or already there."""
-        return self.chunks + self.unchanged_chunks
-
-    def to_dict(self, audience: str = "library") -> dict[str, Any]:
-        """The JSON form the CLI (`--json`) and the HTTP sidecar answer with: `chunks` is
-        what the documents hold now, `unchanged` whether nothing needed writing; hints in the
-        words of `audience` ("library", "cli" or "http")."""
-        return {
-            "chunks": self.total_chunks,
-            "unchanged": self.documents == 0,
-            "documents": self.documents,
-            "documents_unchanged": self.unchanged,
-            "chunks_written": self.chunks,
-            "fragments": self.fragments,
-            "files": self.files,
-            "skipped": [{"path": p, "reason": r} for p, r in self.skipped],
-            "left_out": len(self.left_out),
-            "left_out_files": [{"path": p, "rule": r} for p, r in self.left_out],
-            "failed": [f.to_dict(audience) for f in self.failed],
-            "pending": self.pending,
-            "embedding_error": self.embedding_error,
-            "embedding_seconds": round(self.embedding_seconds, 3),
-            "embedded": self.embedded,
-        }
+    on_error: str = "pending"
+    later: bool = False
+    reuse_from: tuple[str, ...] = ()
 
 
 class Ingest:
@@ -140,11 +106,14 @@ class Ingest:
         on_batch: Callable[[int], None] | None = None,
         enrichers: Sequence[Enricher] = (),
         on_embed_error: str = "pending",
+        plan: VectorPlan | None = None,
     ) -> IndexReport:
-        if on_embed_error not in ON_EMBED_ERROR:
+        """Write documents in batches (`plan` overrides `on_embed_error`)."""
+        plan = plan or VectorPlan(on_embed_error)
+        if plan.on_error not in ON_EMBED_ERROR:
             raise InputError(f"on_embed_error must be one of {', '.join(ON_EMBED_ERROR)}")
         with self.store.busy():  # idle-time background work waits for the whole load
-            return self._add(documents, collection, on_batch, enrichers, on_embed_error)
+            return self._add(documents, collection, on_batch, enrichers, plan)
 
     def _add(
         self,
@@ -152,7 +121,7 @@ class Ingest:
         collection: str,
         on_batch: Callable[[int], None] | None,
         enrichers: Sequence[Enricher],
-        on_embed_error: str,
+        plan: VectorPlan,
     ) -> IndexReport:
         report = IndexReport()
         self.collection(collection)
@@ -166,13 +135,13 @@ class Ingest:
             batch.append(checked)
             chars[target] = chars.get(target, 0) + len(doc.text)
             if len(batch) >= most or chars[target] >= WRITE_CHARS:
-                self._write_batch(target, batch, report, enrichers, on_embed_error)
+                self._write_batch(target, batch, report, enrichers, plan)
                 if on_batch:
                     on_batch(len(batch))
                 batches[target], chars[target] = [], 0
         for target, batch in batches.items():
             if batch:
-                self._write_batch(target, batch, report, enrichers, on_embed_error)
+                self._write_batch(target, batch, report, enrichers, plan)
                 if on_batch:
                     on_batch(len(batch))
         return report
@@ -183,7 +152,7 @@ class Ingest:
         batch: list[tuple[Document, str]],
         report: IndexReport,
         enrichers: Sequence[Enricher],
-        on_embed_error: str,
+        plan: VectorPlan,
     ) -> None:
         info = self.collection(name)
         config = CollectionConfig.from_dict(info.config)
@@ -220,7 +189,7 @@ class Ingest:
         info = self.store.collections()[name]
         prepared = [self._prepare(doc, policies[doc.id], enrichers, report) for doc in changed]
         terms = chunk_terms(prepared, analyzer_for(config.tokenizer), config.title_weight)
-        vectors = self._vectors(info, embedder, prepared, report, on_embed_error)
+        vectors = self._vectors(info, embedder, prepared, report, plan)
         new_docs = []
         position = 0
         for doc, spans in prepared:
@@ -255,7 +224,7 @@ class Ingest:
         embedder: Embedder | None,
         prepared: list,
         report: IndexReport,
-        on_embed_error: str,
+        plan: VectorPlan,
     ) -> list[np.ndarray | None] | None:
         """A vector (or None: pending) per chunk; None when the collection has no model."""
         if embedder is None:
@@ -264,19 +233,18 @@ class Ingest:
         if not texts:
             return []
         hashes = [text_hash(doc.title, span.text) for doc, spans in prepared for span in spans]
-        known = self.store.reusable_vectors(
-            info, embedder.name, [doc.id for doc, _ in prepared], hashes
-        )
+        own = [doc.id for doc, _ in prepared]
+        known = self.store.reusable_vectors(info, embedder.name, own + [*plan.reuse_from], hashes)
         todo: dict[bytes, int] = {}
         for i, h in enumerate(hashes):
             if h not in known and h not in todo:
                 todo[h] = i
-        if todo:
+        if todo and not plan.later:
             started = time.perf_counter()
             try:
                 fresh = embedder.embed([texts[i] for i in todo.values()])
             except EmbeddingError as exc:
-                if on_embed_error == "raise":
+                if plan.on_error == "raise":
                     raise
                 report.embedding_error = f"{exc.code}: {exc.message}"
                 fresh = None
@@ -290,7 +258,7 @@ class Ingest:
         return out
 
     def add_files(
-        self, run: FileRun, collection: str, enrichers: Sequence[Enricher], on_embed_error: str
+        self, run: FileRun, collection: str, enrichers: Sequence[Enricher], plan: VectorPlan
     ) -> IndexReport:
         """Index the documents of a run over files, in batches bounded in size whatever the
         files' sizes (one file is one document however it is reached: `ragloom.loading.run`)."""
@@ -300,7 +268,7 @@ class Ingest:
         run.known = known_converted(self.store, info, enrichers)
         report = IndexReport()
         for batch in batches(run.documents()):  # bounded in size, whatever the files' sizes
-            added = self.add(batch, collection, None, enrichers, on_embed_error)
+            added = self.add(batch, collection, None, enrichers, plan=plan)
             summed = ("documents", "unchanged", "chunks", "pending", "embedded", "fragments")
             for name in (*summed, "unchanged_chunks"):
                 setattr(report, name, getattr(report, name) + getattr(added, name))
@@ -326,6 +294,19 @@ class Ingest:
                 f"no document {doc_id!r} in collection {collection!r}",
                 hints=worded("list the documents with {documents}"),
             )
+        return removed
+
+    def delete_many(self, doc_ids: Sequence[str], collection: str, batch: int = 512) -> int:
+        """Remove documents that exist (others are ignored), `batch` per transaction;
+        returns the number of documents removed."""
+        info = self.store.collections().get(collection)
+        removed = 0
+        if info is None:
+            return 0
+        for start in range(0, len(doc_ids), batch):
+            with self.store.write() as write:
+                for doc_id in doc_ids[start : start + batch]:
+                    removed += write.delete(info, doc_id) is not None
         return removed
 
     # -- vectors ----------------------------------------------------------------------

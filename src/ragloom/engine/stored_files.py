@@ -26,6 +26,13 @@ class StoredFileIds:
         with self.store.snapshot() as snap:
             return snap.sources_of(self.collection, doc_ids)
 
+    def under(self, folder: str) -> dict[str, str]:
+        """The file documents whose source lies under `folder` (id -> source)."""
+        with self.store.snapshot() as snap:
+            if self.collection not in snap.collections():
+                return {}
+            return snap.file_documents_under(self.collection, folder)
+
 
 def known_converted(
     store: Store, info: CollectionInfo, enrichers: Sequence[Enricher]

@@ -22,6 +22,7 @@ from ragloom.convert import format_for
 from ragloom.errors import InputError, PathNotFound, RagloomError
 from ragloom.loading.converting import Conversion, Known, converted_file, unsupported
 from ragloom.loading.decode import StreamDecoder, looks_binary, sniff_encoding
+from ragloom.loading.ignore import FolderRules
 from ragloom.loading.jsonl import JsonlFields, file_records
 from ragloom.loading.kinds import TABULAR_SUFFIXES, left_out_kind
 from ragloom.loading.opening import DEFAULT_POLICY, NotRegular, OpenFile, ReadPolicy, kind_of
@@ -110,6 +111,26 @@ def _matches(rel: str, patterns: Sequence[str]) -> bool:
     )
 
 
+def rule_for(
+    rel: str, include: Sequence[str], exclude: Sequence[str], rules: FolderRules | None = None
+) -> str | None:
+    """The rule that leaves the file at `rel` (relative to the folder walked) out, or None
+    to take it: a hidden name, a scratch file or a `.gitignore` (`rules`), the globs, then
+    the default rules (`loading.kinds`). The walk and the watcher ask this one function."""
+    filename = rel.rsplit("/", 1)[-1]
+    if filename.startswith("."):
+        return "hidden file"
+    if rules is not None and (reason := rules.skips_file(rel, walked=True)):
+        return reason
+    if include and not _matches(rel, include):
+        return "not matched by --include"
+    if exclude and _matches(rel, exclude):
+        return "matched by --exclude"
+    if not include and (kind := left_out_kind(filename)):
+        return f"{kind} (left out by default)"
+    return None
+
+
 def _root_of(real: Path, roots: Sequence[Path]) -> Path | None:
     """The first configured root that holds `real`."""
     return next((r for r in roots if real == r or real.is_relative_to(r)), None)
@@ -119,10 +140,16 @@ class _Discovery:
     """One discovery call: the policy, the globs and what was found so far."""
 
     def __init__(
-        self, include: Sequence[str], exclude: Sequence[str], policy: ReadPolicy, lenient: bool
+        self,
+        include: Sequence[str],
+        exclude: Sequence[str],
+        policy: ReadPolicy,
+        lenient: bool,
+        include_ignored: bool = False,
     ) -> None:
         self.include = include
         self.exclude = exclude
+        self.include_ignored = include_ignored
         self.roots = policy.roots
         self.lenient = lenient
         self.found: list[FoundFile] = []
@@ -199,31 +226,33 @@ class _Discovery:
 
     def walk(self, top: Path, real_top: Path) -> None:
         """Every name under `top` is taken, or left out by a rule and counted (never
-        dropped unseen): hidden names, the globs, then the default rules (`loading.kinds`)."""
-        for dirpath, dirnames, filenames in os.walk(top):
-            for hidden in sorted(d for d in dirnames if d.startswith(".")):
-                self.leave_out(Path(dirpath) / hidden, top, "hidden folder")
-            dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+        dropped unseen): hidden names, scratch files and what a `.gitignore` ignores (unless
+        `include_ignored`), the globs, then the default rules (`loading.kinds`)."""
+        rules = FolderRules(top, gitignore=not self.include_ignored)
+
+        def unlisted(exc: OSError) -> None:  # reported, never taken for an empty folder
+            where = Path(exc.filename or top)
+            self.skip(where, top, f"folder cannot be listed ({exc.strerror or exc})")
+
+        for dirpath, dirnames, filenames in os.walk(top, onerror=unlisted):
+            folder = Path(dirpath).relative_to(top).as_posix()
+            prefix = "" if folder == "." else folder + "/"
+            walked = []
+            for name in sorted(dirnames):
+                if name.startswith("."):
+                    self.leave_out(Path(dirpath) / name, top, "hidden folder")
+                elif rules.skips_folder(prefix + name):
+                    self.leave_out(Path(dirpath) / name, top, "a folder a .gitignore ignores")
+                else:
+                    walked.append(name)
+            dirnames[:] = walked
             for filename in sorted(filenames):
                 file = Path(dirpath) / filename
-                rel = file.relative_to(top)
-                rule = self.rule_for(rel.as_posix(), filename)
+                rule = rule_for(prefix + filename, self.include, self.exclude, rules)
                 if rule:
                     self.leave_out(file, top, rule)
                 else:
-                    self.entry(file, real_top / rel, real_top)
-
-    def rule_for(self, rel: str, filename: str) -> str | None:
-        """The rule that leaves a file found in a folder out, or None to take it."""
-        if filename.startswith("."):
-            return "hidden file"
-        if self.include and not _matches(rel, self.include):
-            return "not matched by --include"
-        if self.exclude and _matches(rel, self.exclude):
-            return "matched by --exclude"
-        if not self.include and (kind := left_out_kind(filename)):
-            return f"{kind} (left out by default)"
-        return None
+                    self.entry(file, real_top / (prefix + filename), real_top)
 
     def leave_out(self, path: Path, root: Path, rule: str) -> None:
         self.found.append(FoundFile(path, root, name=self.label(path), left_out=rule))
@@ -274,15 +303,18 @@ def discover_files(
     exclude: Sequence[str] = (),
     policy: ReadPolicy = DEFAULT_POLICY,
     lenient: bool = False,
+    include_ignored: bool = False,
 ) -> list[FoundFile]:
-    """Expand files and directory trees; directories yield supported files matching the globs.
+    """Expand files and directory trees: every file met is taken, skipped with its reason,
+    or left out by a rule and counted (`rule_for`).
 
-    A file named explicitly is always taken (unless excluded); hidden files and folders inside
-    a tree are skipped. Ids: relative to the folder given, or (with `policy.roots`) to the
-    root a file lies in; a file named on its own gets its real path. The same file reached
-    twice (a link, two paths) is taken once.
+    A file named explicitly is always taken (unless excluded); inside a tree, hidden files
+    and folders are left out, and so are scratch files and what a `.gitignore` ignores unless
+    `include_ignored` (`ragloom.loading.ignore`); a folder that cannot be listed is reported.
+    Ids: relative to the folder given, or (with `policy.roots`) to the root a file lies in; a
+    file named on its own gets its real path. The same file reached twice is taken once.
     """
-    found = _Discovery(include, exclude, policy, lenient)
+    found = _Discovery(include, exclude, policy, lenient, include_ignored)
     for raw in paths:
         found.explicit(raw)
     return found.found

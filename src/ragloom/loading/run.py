@@ -312,8 +312,10 @@ def index_files(
     policy: ReadPolicy | None = None,
     fail_fast: bool = False,
     stop: StopSignal | None = None,
+    include_ignored: bool = False,
 ) -> FileRun:
     """Discover the files under `paths` and prepare a run over them (`settle_ids` next)."""
     policy = policy or DEFAULT_POLICY
-    files = discover_files([Path(p) for p in paths], include, exclude, policy, lenient)
-    return FileRun(files, lenient, fields, policy, fail_fast, stop)
+    files = [Path(p) for p in paths]
+    found = discover_files(files, include, exclude, policy, lenient, include_ignored)
+    return FileRun(found, lenient, fields, policy, fail_fast, stop)

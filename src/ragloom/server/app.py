@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, suppress
 from typing import Any
@@ -10,7 +11,7 @@ from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 from starlette.responses import Response
 
-from ragloom.errors import StoreError
+from ragloom.errors import StoreError, WriterBusy
 from ragloom.server import capabilities, handlers
 from ragloom.server.asking import build_ask_router
 from ragloom.server.auth import OPEN_PATHS, BearerAuth
@@ -25,6 +26,9 @@ from ragloom.server.routes import build_router
 from ragloom.server.settings import ServerSettings
 from ragloom.server.worker import BatchWorker
 from ragloom.version import __version__
+from ragloom.watch import Watcher
+
+log = logging.getLogger("uvicorn.error")
 
 QUERY_THREADS = 2  # more than one: a query waiting on an embedding service stalls no other
 INDEX_JOBS = 2  # concurrent /index jobs; the rest queue without taking query threads
@@ -46,8 +50,11 @@ def create_app(settings: ServerSettings) -> FastAPI:
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         with suppress(StoreError):  # reported by /health and as 503s; the server still starts
             holder.get().warm()  # load segments and models now, not on the first query
+        app.state.watcher = start_watching(holder, settings)  # WriterBusy: no start
         filler.start()  # embeds chunks indexed while the embedding service was down
         yield
+        if app.state.watcher is not None:
+            app.state.watcher.stop()  # writes what is queued
         jobs.stop_all()  # running /index jobs stop at their next file or block
         filler.stop()
         worker.close()
@@ -63,6 +70,7 @@ def create_app(settings: ServerSettings) -> FastAPI:
         redoc_url=None,
     )
     app.state.holder = holder
+    app.state.watcher = None
     app.state.settings = settings
     app.state.metrics = metrics
     app.include_router(build_router(holder, settings, worker, jobs, metrics))
@@ -84,6 +92,20 @@ def create_app(settings: ServerSettings) -> FastAPI:
     app.add_middleware(HostCheck, names=allowed_names(settings.host, settings.allowed_hosts))
     app.openapi = lambda: _openapi(app, settings)  # type: ignore[method-assign]
     return app
+
+
+def start_watching(holder: IndexHolder, settings: ServerSettings) -> Watcher | None:
+    """The watcher of `--watch` folders, started (its first sweep runs on its own thread,
+    so the server answers meanwhile); None without `--watch`."""
+    if not settings.watch:
+        return None
+    watcher = Watcher(holder.get(), settings.watch, policy=settings.read_policy)
+    try:
+        watcher.start(background=True)
+    except WriterBusy as exc:
+        log.error("cannot watch: %s (%s)", exc.message, exc.hint)
+        raise
+    return watcher
 
 
 def _drop_default_validation_errors(schema: dict[str, Any]) -> None:

@@ -72,6 +72,7 @@ STATUS_BY_CODE: dict[str, int] = {
     "archive_too_large": 422,
     "convert_timeout": 422,
     "needs_vectors": 409,
+    "writer_busy": 409,
     "internal": 500,
     "embedding_error": 502,
     "embed_failed": 502,

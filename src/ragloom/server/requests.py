@@ -153,6 +153,8 @@ class IndexRequest(_Strict):
         default_factory=list, description=OPTIONS_AND_ARGUMENTS["exclude"].description
     )
     lenient: bool = contract_field(OPTIONS_AND_ARGUMENTS["lenient"])[1]
+    keep_missing: bool = contract_field(OPTIONS_AND_ARGUMENTS["keep_missing"])[1]
+    include_ignored: bool = contract_field(OPTIONS_AND_ARGUMENTS["include_ignored"])[1]
     chunking: ChunkingIn | None = Field(  # type: ignore[valid-type]
         None, description="Set the collection's chunking first."
     )

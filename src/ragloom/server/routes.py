@@ -102,6 +102,8 @@ def _run_index(
             include=body.include,
             exclude=body.exclude,
             lenient=body.lenient,
+            keep_missing=body.keep_missing,
+            include_ignored=body.include_ignored,
             enrichers=enrichers,
             policy=settings.read_policy,
             stop=stop,
@@ -258,8 +260,12 @@ def _health(holder: IndexHolder, settings: ServerSettings, request: Request) -> 
         data, error = {}, exc.message
     status_code = 503 if error is not None else 200
     header = request.headers.get("authorization", "").encode("latin-1", "replace")
-    if not settings.token or not token_matches(header, settings.token.encode("utf-8")):
-        return JSONResponse({"ok": error is None}, status_code=status_code)
+    token = settings.token
+    holds_token = bool(token) and token_matches(header, (token or "").encode("utf-8"))
+    watching = _watching(request) if holds_token or not settings.token else None
+    if not holds_token:
+        extra = {"watch": watching} if watching else {}
+        return JSONResponse({"ok": error is None, **extra}, status_code=status_code)
     status: dict[str, Any] = {"path": location_label(holder.path), "open": error is None}
     if error is not None:
         status["error"] = error
@@ -274,7 +280,19 @@ def _health(holder: IndexHolder, settings: ServerSettings, request: Request) -> 
             if part in data:
                 status[part] = data[part]
     body = {"ok": error is None, "version": __version__, "index": status}
+    if watching:
+        body["watch"] = watching
     return JSONResponse(body, status_code=status_code)
+
+
+def _watching(request: Request) -> dict[str, Any] | None:
+    """The `--watch` watcher's state, its folders by name only (as sources are shown)."""
+    watcher = getattr(request.app.state, "watcher", None)
+    if watcher is None:
+        return None
+    state = watcher.describe()
+    state["folders"] = [Path(folder).name for folder in state["folders"]]
+    return state
 
 
 def build_router(

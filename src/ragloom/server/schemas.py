@@ -78,6 +78,12 @@ class IndexResponse(BaseModel):
     )
     embedding_error: str | None = Field(None, description="Why vectors are pending.")
     embedding_seconds: float = Field(0.0, description="Time spent computing vectors.")
+    removed: int = Field(
+        0, description="Documents of files gone from the folder (or now left out), removed."
+    )
+    held: list[str] = Field(
+        default_factory=list, description="Why documents of missing files were kept."
+    )
 
 
 class QueryHit(BaseModel):
@@ -105,6 +111,11 @@ class QueryHit(BaseModel):
     rerank_score: float | None = Field(None, description="The reranker's score, when one ran.")
     hop: int | None = Field(None, description="Multi-hop: the round that found this chunk.")
     tokens: int | None = Field(None, description="Size of the chunk in tokens, for budgeting.")
+    pending: bool = Field(
+        False,
+        description="Its vector is still being made (just indexed, or the embedding service"
+        " was down): only the lexical leg can find it until then.",
+    )
     explain: dict[str, Any] | None = None
 
 
@@ -231,6 +242,11 @@ class HealthResponse(BaseModel):
     ok: bool
     version: str | None = None
     index: IndexStatus | None = None
+    watch: dict[str, Any] | None = Field(
+        None,
+        description="With --watch: the folders, native events or polling, the last change,"
+        " what is pending (paths queued, chunks waiting for vectors).",
+    )
 
 
 class StatsResponse(BaseModel):

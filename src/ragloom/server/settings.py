@@ -36,6 +36,7 @@ class ServerSettings:
     index_timeout: float = DEFAULT_INDEX_TIMEOUT
     llm: str | None = None  # as `Index(llm=...)`: openai:MODEL@URL, ollama:...; $RAGLOOM_LLM
     reranker: str | None = None  # as `Index(reranker=...)`: onnx:FOLDER, tei:..., llm, ...
+    watch: tuple[Path, ...] = ()  # folders kept equal to the index (roots too)
 
     @classmethod
     def build(
@@ -47,19 +48,24 @@ class ServerSettings:
         embedder: str | None = "auto",
         llm: str | None = None,
         reranker: str | None = None,
+        watch: Sequence[str | Path] = (),
         **limits: object,
     ) -> ServerSettings:
-        """Validate and normalise: roots become real (symlink-free) folder paths.
+        """Validate and normalise: roots become real (symlink-free) folder paths; a watched
+        folder is a root too.
 
         `limits` are the other fields (host, allowed_hosts, allow_hardlinks, max_file_size,
         read_timeout, index_timeout).
         """
-        real_roots = []
-        for root in roots:
-            real = Path(os.path.realpath(root))
-            if not real.is_dir():
-                raise InputError(f"--root {root} is not an existing folder")
-            real_roots.append(real)
+        real_roots: list[Path] = []
+        watched: list[Path] = []
+        for flag, folders, into in (("--root", roots, real_roots), ("--watch", watch, watched)):
+            for folder in folders:
+                real = Path(os.path.realpath(folder))
+                if not real.is_dir():
+                    raise InputError(f"{flag} {folder} is not an existing folder")
+                into.append(real)
+        real_roots += [w for w in watched if not any(w.is_relative_to(r) for r in real_roots)]
         if max_body < 1:
             raise InputError(f"--max-body must be positive, got {max_body}")
         for name in ("read_timeout", "index_timeout"):
@@ -85,6 +91,7 @@ class ServerSettings:
             embedder,
             llm=llm,
             reranker=reranker,
+            watch=tuple(dict.fromkeys(watched)),
             allowed_hosts=hosts,
             **{k: v for k, v in limits.items() if v is not None},  # type: ignore[arg-type]
         )

@@ -162,6 +162,18 @@ class Snapshot(ABC):
                 found.setdefault(doc.source, []).append(doc.doc_id)
         return found
 
+    def file_documents_under(self, collection: str, folder: str) -> dict[str, str]:
+        """The file documents (and parts) whose source lies under `folder` (a real path), as
+        id -> source: what a folder's re-index compares with what it found."""
+        prefix = folder.rstrip("/") + "/"
+        return {
+            d.doc_id: d.source
+            for d in self._every_document(collection)
+            if d.source is not None
+            and d.source.startswith(prefix)
+            and d.doc_id in (p := d.metadata.get("path"), f"{p}#{d.metadata.get('part')}")
+        }
+
     def sources_of(self, collection: str, doc_ids: Sequence[str]) -> dict[str, str | None]:
         """The source of each of `doc_ids` stored in the collection."""
         wanted = set(doc_ids)
@@ -349,6 +361,12 @@ class Store(ABC):
         """Each shard of a shard set: reachable or not, its documents, its replicas; None
         when the store is not sharded."""
         return None
+
+    def writer_lease(self, what: str, wait: float = 0.0) -> AbstractContextManager:
+        """Hold the index's writer lease while folders are indexed or watched (one such
+        writer per index; `ragloom.store.lease`); raises `WriterBusy` naming the holder when
+        another process keeps it past `wait` seconds. This default holds nothing."""
+        return nullcontext()
 
     def busy(self) -> AbstractContextManager:
         """Around a bulk write being prepared and written: background work that runs only

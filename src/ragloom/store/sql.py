@@ -170,6 +170,20 @@ class SQLSnapshot(Snapshot, Generic[RowT]):
             found.setdefault(source, []).append(doc_id)
         return found
 
+    def file_documents_under(self, collection: str, folder: str) -> dict[str, str]:
+        row = self.rows.get(collection)
+        if row is None:
+            return {}
+        path = self.dialect.json_text("metadata", "path")
+        part = self.dialect.json_text("metadata", "part")
+        prefix = folder.rstrip("/") + "/"
+        sql = (
+            "SELECT doc_id, source FROM documents WHERE collection_id = {p}"
+            " AND substr(source, 1, {p}) = {p}"
+            f" AND ({path} = doc_id OR {path} || '#' || {part} = doc_id)"
+        )
+        return dict(self.dialect.rows(self.conn, sql, (row.id, len(prefix), prefix)))
+
     def chunk_counts(self, collection: str, doc_ids: Sequence[str]) -> dict[str, int]:
         sql = (
             "SELECT d.doc_id, count(k.id) FROM documents d LEFT JOIN chunks k"

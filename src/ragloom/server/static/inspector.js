@@ -278,6 +278,7 @@ function renderHit(hit) {
       el("span", { class: "rank", text: `#${hit.rank}` }),
       el("span", { class: "score", text: `score ${fmt(hit.score)}` }),
       el("span", { class: `badge ${hit.match}`, text: hit.match }),
+      ...(hit.pending ? [el("span", { class: "badge pending", text: "vector pending" })] : []),
       el("span", { class: "hit-title", text: title }),
       el("span", {
         class: "where",
@@ -311,6 +312,7 @@ function renderExplain(hit) {
     return box;
   }
   add("match", x.match);
+  if (x.vector === "pending") add("vector", "pending: only the lexical leg can find it yet");
   const legs = x.legs || {};
   if (legs.lexical) add("lexical leg", `rank ${legs.lexical.rank}, BM25 ${fmt(legs.lexical.score)}`);
   else add("lexical leg", "not in its candidates");

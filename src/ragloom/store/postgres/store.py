@@ -27,6 +27,7 @@ from ragloom.store.postgres.check import check_snapshot
 from ragloom.store.postgres.errors import from_psycopg
 from ragloom.store.postgres.export import export_rows
 from ragloom.store.postgres.hnsw import HnswBuilder
+from ragloom.store.postgres.lease import advisory_lease
 from ragloom.store.postgres.snapshot import PostgresSnapshot
 from ragloom.store.postgres.url import Location, parse_location
 from ragloom.store.postgres.write import PostgresWrite
@@ -169,6 +170,11 @@ class PostgresStore(ThreadSnapshots[PostgresSnapshot], Store):
             self._writer = None
             conn = self._writer = self._open_writer()
         return conn
+
+    def writer_lease(self, what: str, wait: float = 0.0) -> contextlib.AbstractContextManager:
+        if self.read_only:
+            return contextlib.nullcontext()
+        return advisory_lease(self.where.write, self.schema, self.location, what, wait)
 
     def close(self) -> None:
         self.indexer.stop()

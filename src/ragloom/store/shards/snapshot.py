@@ -248,6 +248,13 @@ class ShardedSnapshot(Snapshot):
                 out.setdefault(source, []).extend(ids)
         return out
 
+    def file_documents_under(self, collection: str, folder: str) -> dict[str, str]:
+        self.release_all()
+        out: dict[str, str] = {}
+        for part in self.parts.values():
+            out.update(part.file_documents_under(collection, folder))
+        return out
+
     def sources_of(self, collection: str, doc_ids: Sequence[str]) -> dict[str, str | None]:
         return self._at_homes(lambda part, ids: part.sources_of(collection, ids), doc_ids)
 

@@ -13,6 +13,7 @@ from typing import Any
 
 from ragloom.errors import StorageError, StoreError
 from ragloom.store.base import Store
+from ragloom.store.lease import file_lease
 from ragloom.store.records import CollectionInfo, NewDocument
 from ragloom.store.sql import SQLITE
 from ragloom.store.sqlite import connect as connecting
@@ -47,6 +48,12 @@ class SQLiteStore(SQLiteDatabase, Store):
         if self.maintenance is not None:
             self.maintenance.stop()
         super().close()
+
+    def writer_lease(self, what: str, wait: float = 0.0) -> contextlib.AbstractContextManager:
+        if self.read_only:  # writes are refused anyway
+            return contextlib.nullcontext()
+        lock = self.path.with_name(self.path.name + "-writer.lock")
+        return file_lease(str(lock), self.path.name, what, wait)
 
     def written(self, write: SQLiteWrite) -> None:
         if write.changes and self.maintenance is not None:
