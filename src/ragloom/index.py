@@ -31,7 +31,7 @@ from ragloom.engine.refresh import FusionProfiles
 from ragloom.engine.searching import Searcher, Sections
 from ragloom.engine.services import SearchServices
 from ragloom.enrich import Enricher
-from ragloom.errors import InputError, NotFound
+from ragloom.errors import InputError, ModelUnavailable, NotFound
 from ragloom.lexical import BM25Params, kernels
 from ragloom.loading import JsonlFields, ReadPolicy, StopSignal, index_files
 from ragloom.retrieval.ranking import Ranking
@@ -358,16 +358,19 @@ class Index:
             return sum(snap.collection(name).pending() for name in snap.collections())
 
     def warm(self) -> None:
-        """Load every collection's segments and model, and the compiled kernels, now."""
+        """Load every collection's segments and model, and the compiled kernels, now. A model
+        that cannot be loaded here (one given to another process's library, a mismatch) is
+        left for the searches that need it to report: lexical searches do not."""
         kernels.available()
         dots.compiled()
         topn.compiled()
         with self.store.snapshot() as snap:
             for name in snap.collections():
                 reader = snap.collection(name)
-                self.models.for_collection(
-                    name, reader.info.config.get("embedding"), reader.size() > 0
-                )
+                with suppress(InputError, ModelUnavailable):
+                    self.models.for_collection(
+                        name, reader.info.config.get("embedding"), reader.size() > 0
+                    )
 
     def check(self) -> list[str]:
         """Verify the index (file integrity; documents, chunks, postings, statistics and

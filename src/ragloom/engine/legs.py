@@ -89,7 +89,9 @@ def open_legs(
     check_filter_kinds(reader, options.filter_node)
     options = options.with_defaults(config.search)  # the collection's own (tuned) defaults
     stored_model = config.embedding
-    embedder = models.for_collection(collection, stored_model, reader.size() > 0)
+    embedder = None  # a lexical search needs no model: none is rebuilt, loaded or checked
+    if options.mode != "lexical":
+        embedder = models.for_collection(collection, stored_model, reader.size() > 0)
     return Legs(
         snap,
         reader,
@@ -97,7 +99,7 @@ def open_legs(
         analyzer_for(config.tokenizer),
         options.bm25_for(config.bm25),
         config.title_weight,
-        embedder if stored_model else None,
+        embedder,
         vectors,
         dense_floor_of(stored_model),
         config.fusion_profile or None,
