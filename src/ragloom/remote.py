@@ -20,8 +20,6 @@ from dataclasses import dataclass, fields, replace
 from typing import Any, TypeVar
 from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
-import httpx
-
 from ragloom.errors import InputError, RagloomError
 
 T = TypeVar("T")
@@ -137,6 +135,8 @@ class RemoteService:
         self.base_url = base_url.rstrip("/")
         self.timeouts = timeouts or Timeouts()
         self.offline, self.failed, self.what = offline, failed, what
+        import httpx  # (here: a search that calls no service never pays its import)
+
         self._client = httpx.Client(headers=headers or {}, follow_redirects=False)
         self._down_until = 0.0
         self._down_error: RagloomError | None = None
@@ -203,6 +203,8 @@ class RemoteService:
         interactive: bool,
         deadline: float | None = None,
     ) -> T:
+        import httpx
+
         url = self.base_url + path
         read = self.timeouts.query if interactive else self.timeouts.read
         connect = self.timeouts.connect

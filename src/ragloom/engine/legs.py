@@ -226,12 +226,15 @@ def feedback_search(legs: Legs, terms: list[str], depth: int, options: SearchOpt
 def runs_beside(legs: Legs, text: str, options: SearchOptions) -> bool:
     """Whether a hybrid search's legs are worth a second core (`ragloom.engine.beside`:
     the lexical leg there): a query a service must embed (the lexical leg scores while it
-    answers), or a vector at hand searched among at least `BESIDE_ELIGIBLE` chunks. A local
-    model embedding the query uses every core itself, and a filter leaving fewer chunks
+    answers) or a local model still loading (a process's first search: the model loads on
+    its own thread), or a vector at hand searched among at least `BESIDE_ELIGIBLE` chunks. A
+    local model embedding the query uses every core itself, and a filter leaving fewer chunks
     makes both legs short: the thread costs more than it overlaps (SciFact, local model:
     0.95x; 100k, 1 % filter: 1.10-1.15 ms beside against 1.04-1.08)."""
-    if legs.vectors.waits(legs.embedder, text):  # type: ignore[arg-type]
-        return bool(getattr(legs.embedder, "remote", False))
+    embedder = legs.embedder
+    assert embedder is not None  # (a hybrid search)
+    if legs.vectors.waits(embedder, text):
+        return embedder.remote or not embedder.ready()
     if options.filter_node is None:
         return True
     count = legs.reader.eligible_count(options.filter_node, options.filter_key)
