@@ -36,10 +36,11 @@ def available() -> bool:
 
 def serve(large: Callable[[], bool]) -> bool:
     """Whether the compiled kernels serve a search: yes when they are loaded, else when
-    `large()` says it has work numpy would prune (they are loaded then). A search of small
-    segments alone never loads them: numpy scores every match there as fast, with the same
-    bits, so a small index (a folder of notes, its first `ragloom index`) never waits for
-    numba."""
+    `large()` says it reads a large segment (they are loaded then: numpy's paths cost time
+    in proportion to such a segment's chunks, theirs to the postings read). A search of small
+    segments alone never loads them: numpy scores every match there about as fast, with the
+    same bits, so a small index (a folder of notes, its first `ragloom index`) never waits
+    for numba."""
     if _kernels.loaded() is not None:
         return True
     return large() and _kernels.get() is not None

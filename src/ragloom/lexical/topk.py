@@ -329,7 +329,7 @@ def search(
     unique = set(terms)
     small: list[Target] = []
     large: list[Target] = []
-    compiled = prune and kernels.serve(lambda: not all(_cheap(t, unique) for t in targets))
+    compiled = prune and kernels.serve(lambda: any(t.segment.n >= SMALL_SEGMENT for t in targets))
     if compiled:  # the largest first: its k-th score lets the smaller ones skip more
         targets = sorted(targets, key=lambda target: -target.segment.n)
     for target in targets:
