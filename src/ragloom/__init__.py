@@ -46,7 +46,6 @@ from ragloom.errors import (
 )
 from ragloom.index import DEFAULT_COLLECTION, Index, IndexReport
 from ragloom.lexical import BM25Params
-from ragloom.loading import JsonlFields
 from ragloom.server.errors import (
     Forbidden,
     InvalidRequest,
@@ -61,6 +60,7 @@ from ragloom.version import __version__ as __version__
 
 if TYPE_CHECKING:
     from ragloom.client import Client
+    from ragloom.loading import JsonlFields
 
 
 def open_index(path: str = "ragloom.db", create: bool = True) -> Index:
@@ -69,7 +69,12 @@ def open_index(path: str = "ragloom.db", create: bool = True) -> Index:
 
 
 def __getattr__(name: str) -> object:
-    """Import `Client` (and httpx) only when used, keeping `import ragloom` light."""
+    """Import `Client` (and httpx) and `JsonlFields` (the file readers) only when used,
+    keeping `import ragloom` light."""
+    if name == "JsonlFields":
+        from ragloom.loading import JsonlFields
+
+        return JsonlFields
     if name == "Client":
         from ragloom.client import Client
 

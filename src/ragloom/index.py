@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
@@ -33,13 +33,15 @@ from ragloom.engine.services import SearchServices
 from ragloom.enrich import Enricher
 from ragloom.errors import InputError, ModelUnavailable, NotFound
 from ragloom.lexical import BM25Params, kernels
-from ragloom.loading import JsonlFields, ReadPolicy, StopSignal, index_files
 from ragloom.retrieval.ranking import Ranking
 from ragloom.retrieval.search_options import SearchOptions
 from ragloom.store import StoredDocument
 from ragloom.store.base import Snapshot
 from ragloom.store.open import open_store
 from ragloom.types import Document, MultiSearchResult, SearchResult
+
+if TYPE_CHECKING:  # (imported by `index_path`: a search never loads the file readers)
+    from ragloom.loading import JsonlFields, ReadPolicy, StopSignal
 
 __all__ = ["DEFAULT_COLLECTION", "Index", "IndexReading", "IndexReport", "embedding_text"]
 T = TypeVar("T")
@@ -163,6 +165,8 @@ class Index:
         """
         if isinstance(paths, (str, Path)):
             paths = [paths]
+        from ragloom.loading import index_files
+
         run = index_files(paths, include, exclude, lenient, jsonl, policy, fail_fast, stop)
         run.on_file = on_file
         with self._profiles.writing():

@@ -11,11 +11,11 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ragloom.chunking import ChunkPolicy, split_document
+from ragloom.chunking import ChunkPolicy
 from ragloom.config import CollectionConfig
 from ragloom.embedding import Embedder, resolve_embedder
 from ragloom.engine.calibration import calibrate
@@ -31,12 +31,14 @@ from ragloom.engine.embedders import Embedders, embedding_config
 from ragloom.engine.stored_files import StoredFileIds, known_converted
 from ragloom.enrich import Enricher, enrich_span, enrichers_fingerprint
 from ragloom.errors import EmbeddingError, EmbeddingMismatch, InputError, NotFound, worded
-from ragloom.loading.run import FileFailure, FileRun, batches
 from ragloom.store.base import Store
 from ragloom.store.document_text import text_hash
 from ragloom.store.records import CollectionInfo, NewChunk, NewDocument
 from ragloom.text import analyzer_for
 from ragloom.types import ChunkSpan, Document
+
+if TYPE_CHECKING:  # (the loading package is imported by the writes that read files)
+    from ragloom.loading.run import FileFailure, FileRun
 
 WRITE_BATCH = 512  # documents per write transaction when chunks are embedded
 LEXICAL_WRITE_BATCH = 2048  # without embedding: fewer, larger transactions
@@ -243,6 +245,8 @@ class Ingest:
     ) -> tuple[Document, list[ChunkSpan]]:
         """Chunk and enrich one document: (document, [spans]). Fragments dropped by
         min_chars are counted in `report`."""
+        from ragloom.chunking.chunker import split_document  # (not loaded for a search)
+
         spans, fragments = split_document(doc.text, policy, doc.source, doc.title, doc.structure)
         report.fragments += fragments
         if enrichers:
@@ -299,6 +303,8 @@ class Ingest:
         run.validate = check_document
         run.known = known_converted(self.store, info, enrichers)
         report = IndexReport()
+        from ragloom.loading.run import batches
+
         for batch in batches(run.documents()):  # bounded in size, whatever the files' sizes
             added = self.add(batch, collection, None, enrichers, on_embed_error)
             summed = ("documents", "unchanged", "chunks", "pending", "embedded", "fragments")
