@@ -17,7 +17,7 @@ import numpy as np
 from ragloom.engine.legs import Legs, lexical_side
 from ragloom.retrieval.adaptive import lexical_shares
 from ragloom.retrieval.pipeline import untied
-from ragloom.retrieval.ranking import asks_anything, plan_legs
+from ragloom.retrieval.ranking import plan_legs
 from ragloom.timing import timed
 
 
@@ -32,20 +32,25 @@ class PlainAnswer:
     ceiling: float | None
 
 
-def is_plain(legs: Legs, query: str) -> bool:
+def is_plain(legs: Legs) -> bool:
     """Whether the search's options (as applied) leave the lexical leg's top k as it is."""
     o = legs.options
     lexical = o.mode == "lexical" or (o.mode is None and legs.embedder is None)
     steps = o.reorders or o.uses_services or o.min_score is not None or o.preferences
-    return lexical and not (steps or o.explain or o.with_tokens) and asks_anything(query)
+    return lexical and not (steps or o.explain or o.with_tokens)
 
 
 def plain_answer(legs: Legs, query: str) -> PlainAnswer | None:
-    """The top k of a plain query (`is_plain`), or None when the general route must rank
-    it: a tie within the top k or at its cut (by BM25 or by share), a shard missing."""
+    """The top k of a plain query, or None when the general route must rank it: options
+    that are not plain (`is_plain`), a query that asks nothing, a tie within the top k or
+    at its cut (by BM25 or by share), a shard missing."""
     options = legs.options
-    k = options.top_k
+    if not is_plain(legs):
+        return None
     plan = plan_legs(query, options, False)
+    if plan.depth == 0:
+        return None
+    k = options.top_k
     (rows, scores), ceiling = lexical_side(legs, query, plan, options)
     with timed("fusion"):
         shares = lexical_shares(scores, ceiling).tolist()

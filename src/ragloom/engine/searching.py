@@ -24,7 +24,7 @@ from ragloom.context import GROUNDING_INSTRUCTION, PackedContext, pack_context
 from ragloom.engine.embedders import Embedders, QueryVectors
 from ragloom.engine.hydrate import hits_of, plain_hits
 from ragloom.engine.legs import Legs, open_legs
-from ragloom.engine.plain import PlainAnswer, is_plain, plain_answer
+from ragloom.engine.plain import PlainAnswer, plain_answer
 from ragloom.engine.services import SearchServices, search_services
 from ragloom.engine.steps import FlowResult, search_flow
 from ragloom.errors import InputError, ReadInterrupted
@@ -129,9 +129,7 @@ class Searcher:
         if options.uses_services:
             return None, None
         legs = open_legs(snap, options, name, vectors, self.models, self.store.location)
-        if legs is None or not is_plain(legs, query):
-            return legs, None
-        return legs, plain_answer(legs, query)
+        return legs, None if legs is None else plain_answer(legs, query)
 
     def flow_in(
         self,
