@@ -3,6 +3,7 @@ offers it with the same name, bounds and description, and refuses the same bad v
 
 from __future__ import annotations
 
+import click
 import pytest
 
 from ragloom.contract import OPTIONS, SEARCH_OPTIONS, offered
@@ -92,7 +93,7 @@ def test_cli_options_come_from_the_declaration(option) -> None:
     declaration's description as its help."""
     from ragloom.cli import cli
 
-    search = cli.commands["search"]
+    search = cli.get_command(click.Context(cli), "search")
     params = {opt: p for p in search.params for opt in p.opts}
     assert option.cli_flag in params
     assert params[option.cli_flag].help.startswith(option.description)
@@ -128,7 +129,7 @@ def test_indexing_options_come_from_the_declaration() -> None:
 
     schema = IndexRequest.model_json_schema()
     chunking = schema["$defs"]["ChunkingIn"]["properties"]
-    params = {opt: p for p in cli.commands["index"].params for opt in p.opts}
+    params = {opt: p for p in cli.get_command(click.Context(cli), "index").params for opt in p.opts}
     for name in INDEXING:
         option = ARGUMENTS[name]
         prop = chunking.get(name) or schema["properties"][name]

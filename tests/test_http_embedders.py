@@ -203,10 +203,11 @@ def test_index_opens_and_searches_lexically_with_the_service_down(tmp_path: Path
     down = OllamaEmbedder(url, "m", **FAST)
     with Index(path, embedder=down) as index:
         assert index.search("vault key", mode="lexical")[0].document_id == "a"
+        assert down.dimension is None  # a lexical search never touches the model
         assert index.stats()["collections"]["default"]["embedding"]["dimension"] == DIMENSION
-        assert down.dimension == DIMENSION  # from the collection, not from a probe
         hybrid = index.search("vault key")
         assert hybrid.degraded and hybrid.reason.startswith("offline")
+        assert down.dimension == DIMENSION  # from the collection, not from a probe
         with pytest.raises(EmbeddingOffline):
             index.search("vault key", mode="dense")
     with EmbedServer() as server, Index(path, embedder=f"ollama:m@{server.url}") as index:

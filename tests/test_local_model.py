@@ -134,3 +134,25 @@ def test_precisions_are_named_and_stored(int8: LocalEmbedder, float32: LocalEmbe
     assert isinstance(resolve_embedder("local:float32"), LocalEmbedder)
     cosine = float(int8.embed_query(TEXTS[1]) @ float32.embed_query(TEXTS[1]))
     assert 0.97 < cosine < 1.0
+
+
+def test_the_model_loads_beside_the_caller_and_a_failure_reaches_the_first_use(
+    monkeypatch: pytest.MonkeyPatch, tmp_path
+) -> None:
+    """The session loads on its own thread (a search reads its index meanwhile); what goes
+    wrong there is raised to the first caller that needs the model, and to the next ones."""
+    from ragloom.embedding import local
+
+    def damaged(precision: str) -> str:
+        (tmp_path / "graph.onnx").write_bytes(b"not a graph")
+        return str(tmp_path / "graph.onnx")
+
+    monkeypatch.setattr(local, "model_source", damaged)
+    embedder = LocalEmbedder(threads=1)
+    for _ in range(2):
+        with pytest.raises(Exception, match="graph.onnx|protobuf|Load model"):
+            embedder.embed(["a query"])
+    assert embedder.ready()
+    monkeypatch.undo()
+    working = LocalEmbedder(threads=1)
+    assert working.embed(["a query"]).shape == (1, 384) and working.ready()

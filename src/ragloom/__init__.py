@@ -2,7 +2,6 @@
 
 from typing import TYPE_CHECKING
 
-from ragloom.answer import AskResult
 from ragloom.config import CollectionConfig
 from ragloom.errors import (
     ArchiveTooLarge,
@@ -48,7 +47,6 @@ from ragloom.errors import (
 )
 from ragloom.index import DEFAULT_COLLECTION, Index, IndexReport
 from ragloom.lexical import BM25Params
-from ragloom.loading import JsonlFields
 from ragloom.server.errors import (
     Forbidden,
     InvalidRequest,
@@ -60,10 +58,22 @@ from ragloom.server.errors import (
 )
 from ragloom.types import Chunk, ChunkSpan, Document, Hit, Structure
 from ragloom.version import __version__ as __version__
-from ragloom.watch import Watcher
 
 if TYPE_CHECKING:
-    from ragloom.client import Client
+    from ragloom.answer import AskResult
+    from ragloom.client import Client, ConnectionFailed
+    from ragloom.loading import JsonlFields
+    from ragloom.watch import Watcher
+
+# Names imported when first used, so that `import ragloom` (a one-shot search) stays light:
+# the HTTP client and httpx, the file readers, the watcher, the answer stage.
+_LAZY = {
+    "AskResult": "ragloom.answer",
+    "Client": "ragloom.client",
+    "ConnectionFailed": "ragloom.client",
+    "JsonlFields": "ragloom.loading",
+    "Watcher": "ragloom.watch",
+}
 
 
 def open_index(path: str = "ragloom.db", create: bool = True) -> Index:
@@ -72,15 +82,11 @@ def open_index(path: str = "ragloom.db", create: bool = True) -> Index:
 
 
 def __getattr__(name: str) -> object:
-    """Import `Client` (and httpx) only when used, keeping `import ragloom` light."""
-    if name == "Client":
-        from ragloom.client import Client
+    """The names of `_LAZY`, imported on first use."""
+    if name in _LAZY:
+        import importlib
 
-        return Client
-    if name == "ConnectionFailed":
-        from ragloom.client import ConnectionFailed
-
-        return ConnectionFailed
+        return getattr(importlib.import_module(_LAZY[name]), name)
     raise AttributeError(f"module 'ragloom' has no attribute {name!r}")
 
 

@@ -8,14 +8,12 @@ version and every failed write change nothing).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
-from ragloom import answer
-from ragloom.answer import AskResult
 from ragloom.config import CollectionConfig
 from ragloom.context import GROUNDING_INSTRUCTION as GROUNDING
 from ragloom.context import PackedContext
@@ -34,15 +32,18 @@ from ragloom.engine.searching import Searcher, Sections
 from ragloom.engine.services import SearchServices
 from ragloom.engine.writes import Writes
 from ragloom.enrich import Enricher
-from ragloom.errors import InputError
+from ragloom.errors import InputError, ModelUnavailable
 from ragloom.lexical import BM25Params, kernels
-from ragloom.loading import FileRun, JsonlFields, ReadPolicy, StopSignal, index_files
 from ragloom.retrieval.ranking import Ranking
 from ragloom.retrieval.search_options import SearchOptions
 from ragloom.store import StoredDocument
 from ragloom.store.base import Snapshot
 from ragloom.store.open import open_store
 from ragloom.types import Document, MultiSearchResult, SearchResult
+
+if TYPE_CHECKING:  # (imported by the calls that use them: a search never loads them)
+    from ragloom.answer import AskResult
+    from ragloom.loading import FileRun, JsonlFields, ReadPolicy, StopSignal
 
 __all__ = ["DEFAULT_COLLECTION", "Index", "IndexReading", "IndexReport", "embedding_text"]
 T = TypeVar("T")
@@ -165,6 +166,8 @@ class Index:
         files gone (or now left out) are removed (`report.removed`; `report.held` says why
         not) unless `keep_missing`. `on_file(done, total)` hears of progress; `stop` ends it.
         """
+        from ragloom.loading import index_files
+
         paths = [paths] if isinstance(paths, (str, Path)) else list(paths)
         run = index_files(
             paths, include, exclude, lenient, jsonl, policy, fail_fast, stop, include_ignored
@@ -315,10 +318,14 @@ class Index:
         """The model's answer from this index's passages, citations checked (`collection`,
         `top_k`, `llm`, `budget`, `history`, `template`, `max_rounds`, `min_relevance`,
         `max_tokens`, `show_prompt`, `strict` and every `search` option: see docs/answers.md)."""
+        from ragloom import answer
+
         return answer.ask(self, question, **options)
 
     def ask_stream(self, question: str, **options: Any) -> Iterator[str | AskResult]:
         """`ask` as it happens: the answer's text pieces, then the `AskResult`."""
+        from ragloom import answer
+
         return answer.ask_stream(self, question, **options)
 
     @contextmanager
@@ -379,16 +386,19 @@ class Index:
             return sum(snap.collection(name).pending() for name in snap.collections())
 
     def warm(self) -> None:
-        """Load every collection's segments and model, and the compiled kernels, now."""
+        """Load every collection's segments and model, and the compiled kernels, now. A model
+        that cannot be loaded here (one given to another process's library, a mismatch) is
+        left for the searches that need it to report: lexical searches do not."""
         kernels.available()
         dots.compiled()
         topn.compiled()
         with self.store.snapshot() as snap:
             for name in snap.collections():
                 reader = snap.collection(name)
-                self.models.for_collection(
-                    name, reader.info.config.get("embedding"), reader.size() > 0
-                )
+                with suppress(InputError, ModelUnavailable):
+                    self.models.for_collection(
+                        name, reader.info.config.get("embedding"), reader.size() > 0
+                    )
 
     def check(self) -> list[str]:
         """Verify the index (file integrity; documents, chunks, postings, statistics and

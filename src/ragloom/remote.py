@@ -20,8 +20,6 @@ from dataclasses import dataclass, fields, replace
 from typing import Any, TypeVar
 from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
-import httpx
-
 from ragloom.errors import InputError, RagloomError
 
 T = TypeVar("T")
@@ -137,6 +135,8 @@ class RemoteService:
         self.base_url = base_url.rstrip("/")
         self.timeouts = timeouts or Timeouts()
         self.offline, self.failed, self.what = offline, failed, what
+        import httpx  # (here: a search that calls no service never pays its import)
+
         self._client = httpx.Client(headers=headers or {}, follow_redirects=False)
         self._down_until = 0.0
         self._down_error: RagloomError | None = None
@@ -203,6 +203,8 @@ class RemoteService:
         interactive: bool,
         deadline: float | None = None,
     ) -> T:
+        import httpx
+
         url = self.base_url + path
         read, timeout = self._waits(interactive, deadline)
         try:
@@ -281,6 +283,8 @@ class RemoteService:
 
     def _stream(self, path: str, payload: Any, deadline: float | None) -> Iterator[str]:
         """The answer's lines as they arrive, with the typed errors of `post_json`."""
+        import httpx
+
         url = self.base_url + path
         read, timeout = self._waits(False, deadline)
         try:
@@ -299,13 +303,15 @@ class RemoteService:
         except httpx.HTTPError as exc:
             raise self.failed(f"request to {self.what} at {url} failed: {exc}") from None
 
-    def _waits(self, interactive: bool, deadline: float | None) -> tuple[float, httpx.Timeout]:
+    def _waits(self, interactive: bool, deadline: float | None) -> tuple[float, Any]:
         """The read wait of one attempt, and its timeouts (the call's budget caps each)."""
         read = self.timeouts.query if interactive else self.timeouts.read
         connect = self.timeouts.connect
         if deadline is not None:
             left = max(deadline - time.monotonic(), MIN_ATTEMPT)
             read, connect = min(read, left), min(connect, left)
+        import httpx
+
         return read, httpx.Timeout(read, connect=connect)
 
     def _unreachable(self, url: str, exc: Exception) -> RagloomError:

@@ -1,6 +1,7 @@
 """The `ragloom` group: its global options, the commands it gathers from the modules beside
-it (and, lazily, from the evaluation code and the PostgreSQL launcher), and the console
-entry point that turns typed errors into a message and an exit status."""
+it, from the evaluation code and the PostgreSQL launcher (each module imported only when its
+command runs, so that a one-shot `ragloom search` loads what a search needs and no more), and
+the console entry point that turns typed errors into a message and an exit status."""
 
 from __future__ import annotations
 
@@ -8,30 +9,33 @@ import sys
 
 import click
 
-from ragloom.cli.asking import ask
-from ragloom.cli.indexing import index_cmd
-from ragloom.cli.search_commands import context, search
-from ragloom.cli.serving import mcp, serve
-from ragloom.cli.store_commands import (
-    add_shard,
-    backup_cmd,
-    export_cmd,
-    import_cmd,
-    migrate,
-    restore_cmd,
-)
-from ragloom.cli.upkeep import check, delete, reembed, stats
 from ragloom.console import err, print_json
 from ragloom.errors import RagloomError
 from ragloom.version import __version__
 
 
 class _Commands(click.Group):
-    """`ragloom eval` and `ragloom tune` live with the evaluation code, `ragloom postgres`
-    with the local server launcher, imported only when one of them runs (so that
-    `ragloom serve` and the other commands start fast)."""
+    """Each command's module is imported when that command runs (or `--help` lists them):
+    `ragloom eval` and `ragloom tune` live with the evaluation code, `ragloom postgres` with
+    the local server launcher, the others in the modules beside this one."""
 
     lazy = {
+        "index": "ragloom.cli.indexing:index_cmd",
+        "search": "ragloom.cli.search_commands:search",
+        "context": "ragloom.cli.search_commands:context",
+        "ask": "ragloom.cli.asking:ask",
+        "stats": "ragloom.cli.upkeep:stats",
+        "delete": "ragloom.cli.upkeep:delete",
+        "reembed": "ragloom.cli.upkeep:reembed",
+        "check": "ragloom.cli.upkeep:check",
+        "backup": "ragloom.cli.store_commands:backup_cmd",
+        "restore": "ragloom.cli.store_commands:restore_cmd",
+        "export": "ragloom.cli.store_commands:export_cmd",
+        "import": "ragloom.cli.store_commands:import_cmd",
+        "migrate": "ragloom.cli.store_commands:migrate",
+        "add-shard": "ragloom.cli.store_commands:add_shard",
+        "serve": "ragloom.cli.serving:serve",
+        "mcp": "ragloom.cli.serving:mcp",
         "eval": "ragloom.evaluation.commands:eval_cmd",
         "tune": "ragloom.evaluation.commands:tune_cmd",
         "postgres": "ragloom.local_postgres.command:postgres",
@@ -110,27 +114,6 @@ def cli(
     ctx.obj["embedder"] = embedder
     ctx.obj["collection"] = collection
     ctx.obj["llm"] = llm or None
-
-
-for command in (
-    index_cmd,
-    search,
-    context,
-    ask,
-    stats,
-    delete,
-    reembed,
-    check,
-    backup_cmd,
-    restore_cmd,
-    export_cmd,
-    import_cmd,
-    migrate,
-    add_shard,
-    serve,
-    mcp,
-):
-    cli.add_command(command)
 
 
 MOVABLE = ("--store", "--llm")  # global options that may also follow the command

@@ -11,6 +11,7 @@ from rich.markup import escape
 
 from ragloom.cli.common import collection_option, open_index, pairs, where_options
 from ragloom.cli.explaining import found_by, print_explain, print_steps
+from ragloom.compiled import serve_without_loading
 from ragloom.console import err, out, print_json
 from ragloom.contract.cli import keywords
 from ragloom.contract.cli import options as contract_options
@@ -89,6 +90,7 @@ def search(
     ctx: click.Context, query: str, explain: bool, tokens: bool, as_json: bool, **p: Any
 ) -> None:
     """Search the index and print the best chunks."""
+    serve_without_loading()  # one question, then exit: numpy's paths beat loading the kernels
     kwargs = search_kwargs({**p, "explain": explain, "tokens": tokens}, SHARED + SEARCH_ONLY)
     with open_index(ctx) as index:
         hits = index.search(query, top_k=p["top_k"], collection=p["collection"], **kwargs)
@@ -159,6 +161,7 @@ def context(
         requests.append(
             {"collection": name, "top_k": int(top_k or p["top_k"]), "label": label or None}
         )
+    serve_without_loading()
     kwargs = search_kwargs(p)
     if budget is not None:
         check_value(ARGUMENTS["budget"], budget, "cli")

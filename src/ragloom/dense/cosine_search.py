@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from ragloom.dense.dots import row_dots
+from ragloom.dense import dots
 from ragloom.dense.topn import best_of
 from ragloom.filters import FilterNode
 from ragloom.segments.view import CollectionView, Part
@@ -21,6 +21,10 @@ EXACT_SHARE = 0.05
 # part's pool once costs less than cutting each (a graph's 51 candidates and a small
 # segment's 200 chunks: 16-20 us a cut).
 FEW_SCORED = 512
+# A view of fewer live chunks is scored by numpy, the kernels never loaded for it (as fast
+# there: 5,000 rows of 384 floats, 100 us either way); the rule reads only the view, so every
+# search of one version takes one path, whatever this process has loaded.
+COMPILED_FROM = 20_000
 
 
 def search_view(
@@ -34,10 +38,11 @@ def search_view(
     if k <= 0:
         return _NO_DOCS, np.zeros(0, np.float32)
     query = np.asarray(query, np.float32)
+    compiled = view.n_live >= COMPILED_FROM and dots.compiled()
     rows, scores = [], []
     for part in view.parts:
         eligible = part.eligible(where, where_key)
-        docs, sims = search_part(part, query, k, eligible, view.epoch, where_key)
+        docs, sims = search_part(part, query, k, eligible, view.epoch, where_key, compiled)
         if len(docs):
             rows.append(part.segment.rows[docs])
             scores.append(sims)
@@ -56,11 +61,13 @@ def search_part(
     eligible: np.ndarray | None,
     epoch: int,
     key: Any = None,
+    compiled: bool = True,
 ) -> tuple[np.ndarray, np.ndarray]:
     """(chunk numbers, cosine) holding a part's top k among its live chunks with a vector:
     through the segment's graph when it has one and the filter leaves many chunks, else
     exactly. A pool of up to `FEW_SCORED` is returned whole (the view orders every part's
-    pool at once); a larger one is cut to its best k first."""
+    pool at once); a larger one is cut to its best k first. `compiled`: the kernels may
+    score (`ragloom.dense.dots`, `ragloom.dense.topn`), else numpy does."""
     seg = part.segment
     pools = []
     if seg.vectors is not None and seg.vector_epoch == epoch:
@@ -69,10 +76,10 @@ def search_part(
         if docs is None:
             docs = part.listed(ok)  # (`ok` is remembered per filter: so is its list)
         if len(docs):
-            pools.append((docs, row_dots(seg.vectors, docs, query)))
+            pools.append((docs, dots.row_dots(seg.vectors, docs, query, compiled)))
     if part.late_vectors is not None and len(part.late_docs):
         docs = part.late_docs
-        scores = row_dots(part.late_vectors, None, query)
+        scores = dots.row_dots(part.late_vectors, None, query, compiled)
         if eligible is not None:
             keep = eligible[docs]
             docs, scores = docs[keep], scores[keep]
@@ -84,7 +91,7 @@ def search_part(
     scores = scores.astype(np.float32, copy=False)
     if len(docs) <= max(k, FEW_SCORED):
         return docs, scores
-    best = best_of(scores, k)
+    best = best_of(scores, k, compiled)
     return docs[best], scores[best]
 
 

@@ -21,9 +21,12 @@ from ragloom.compiled import Compiled
 _numpy_dots = getattr(np, "vecdot", None) or (lambda rows, q: np.einsum("ij,j->i", rows, q))
 
 
-def row_dots(vectors: np.ndarray, docs: np.ndarray | None, query: np.ndarray) -> np.ndarray:
-    """float32 dot product of `query` with each row `docs` names (every row when None)."""
-    kernel = _kernel.get()
+def row_dots(
+    vectors: np.ndarray, docs: np.ndarray | None, query: np.ndarray, compiled: bool = True
+) -> np.ndarray:
+    """float32 dot product of `query` with each row `docs` names (every row when None), by
+    the compiled kernel unless `compiled` is False (or it cannot load): then numpy's."""
+    kernel = _kernel.get() if compiled else None
     if kernel is None:
         if docs is None or len(docs) >= len(vectors) // 4:  # scoring all beats copying many
             scores = _numpy_dots(vectors, query)

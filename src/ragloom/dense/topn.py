@@ -24,11 +24,12 @@ def best_first(candidates: np.ndarray, scores: np.ndarray, n: int) -> np.ndarray
     return candidates[order]
 
 
-def best_of(scores: np.ndarray, n: int) -> np.ndarray:
-    """`best_first(np.arange(len(scores)), scores, n)`: the indexes of the n best scores."""
+def best_of(scores: np.ndarray, n: int, compiled: bool = True) -> np.ndarray:
+    """`best_first(np.arange(len(scores)), scores, n)`: the indexes of the n best scores, by
+    the compiled heap unless `compiled` is False (or it cannot load)."""
     if n <= 0:
         return np.zeros(0, np.int64)
-    kernel = _kernel.get()
+    kernel = _kernel.get() if compiled else None
     if kernel is not None:
         scores = np.ascontiguousarray(scores)
         out = np.empty(min(n, len(scores)), np.int64)

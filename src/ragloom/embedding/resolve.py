@@ -6,7 +6,7 @@ import os
 from typing import Any
 
 from ragloom.embedding.base import Embedder
-from ragloom.errors import InputError
+from ragloom.errors import InputError, worded
 from ragloom.remote import TIMEOUT_OPTIONS, Timeouts, parse_service_spec
 
 SPEC_HELP = (
@@ -74,4 +74,8 @@ def embedder_from_config(config: dict[str, Any]) -> Embedder:
             dimension=config.get("dimension"),
             options=config.get("options"),
         )
-    raise InputError(f"cannot rebuild embedder {config!r}", "pass an Embedder to Index(...)")
+    raise InputError(
+        f"cannot rebuild embedder {config!r}: its vectors came from an Embedder given to the "
+        "library",
+        hints=worded("pass that Embedder to Index(...), or search with {lexical}"),
+    )

@@ -8,8 +8,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ragloom.context import count_tokens
+from ragloom.engine.plain import PlainAnswer
 from ragloom.retrieval.fusion import effective_weights
-from ragloom.retrieval.pipeline import Candidate
+from ragloom.retrieval.pipeline import LEXICAL, Candidate
 from ragloom.retrieval.search_options import SearchOptions
 from ragloom.store.base import CollectionReader, Snapshot
 from ragloom.store.records import StoredChunk
@@ -29,11 +30,7 @@ def hits_of(
     """Hits of ranked candidates from the snapshot, with the query's matched terms when
     explained, and token counts with their total when asked."""
     with timed("hydrate"):
-        rows = [c.row_id for c in candidates]
-        chunks = snap.chunks(rows)
-        missing = [r for r in rows if r not in chunks]
-        if missing:  # cannot happen within one snapshot; fail loudly, never drop hits
-            raise RuntimeError(f"snapshot inconsistency: rows {missing[:5]} vanished")
+        chunks = _chunks(snap, [c.row_id for c in candidates])
         hits = hydrate(candidates, chunks, options if options.explain else None)
         if hits:  # a search of a fresh index finds no collection, and nothing to mark
             mark_pending(hits, candidates, snap.collection(collection))
@@ -132,32 +129,75 @@ def hydrate(
         chunk = chunks.get(cand.row_id)
         if chunk is None:
             continue
-        hits.append(  # Hit's fields by position (a third of the keywords' cost)
-            Hit(
+        hits.append(
+            _hit(
                 len(hits) + 1,
                 cand.score,
-                chunk.chunk_id,
-                chunk.document_id,
-                chunk.text,
-                chunk.start,
-                chunk.end,
-                chunk.source,
-                chunk.title,
-                chunk.metadata,
-                chunk.collection,
+                chunk,
                 cand.match,
-                cand.lexical_rank,
-                cand.lexical_score,
-                cand.dense_rank,
-                cand.dense_score,
+                (cand.lexical_rank, cand.lexical_score, cand.dense_rank, cand.dense_score),
                 cand.fused_score,
                 cand.rerank_score,
                 cand.hop,
-                None,  # tokens (`hits_of` counts them when asked)
                 explanation(cand, explain) if explain is not None else None,
             )
         )
     return hits
+
+
+def plain_hits(snap: Snapshot, answer: PlainAnswer) -> list[Hit]:
+    """The hits of a plain lexical query's top k (`ragloom.engine.plain`): each its chunk
+    from the snapshot, its share of the query's ceiling, its BM25 score and rank."""
+    with timed("hydrate"):
+        chunks = _chunks(snap, answer.rows)
+        found = zip(answer.rows, answer.bm25.tolist(), answer.shares)
+        return [
+            _hit(rank, share, chunks[row], LEXICAL, (rank, bm25, None, None), share)
+            for rank, (row, bm25, share) in enumerate(found, 1)
+        ]
+
+
+def _chunks(snap: Snapshot, rows: list[int]) -> dict[int, StoredChunk]:
+    chunks = snap.chunks(rows)
+    missing = [r for r in rows if r not in chunks]
+    if missing:  # cannot happen within one snapshot; fail loudly, never drop hits
+        raise RuntimeError(f"snapshot inconsistency: rows {missing[:5]} vanished")
+    return chunks
+
+
+def _hit(
+    rank: int,
+    score: float,
+    chunk: StoredChunk,
+    match: str,
+    legs: tuple[int | None, float | None, int | None, float | None],
+    fused: float | None,
+    rerank: float | None = None,
+    hop: int | None = None,
+    explain: dict[str, Any] | None = None,
+) -> Hit:
+    """A hit: its rank and score, its chunk, what found it (`legs`: the lexical rank and
+    score, the dense rank and cosine) and the later stages' scores."""
+    return Hit(  # Hit's fields by position (a third of the keywords' cost)
+        rank,
+        score,
+        chunk.chunk_id,
+        chunk.document_id,
+        chunk.text,
+        chunk.start,
+        chunk.end,
+        chunk.source,
+        chunk.title,
+        chunk.metadata,
+        chunk.collection,
+        match,
+        *legs,
+        fused,
+        rerank,
+        hop,
+        None,  # tokens (`hits_of` counts them when asked)
+        explain,
+    )
 
 
 def explain_matches(hits: Sequence[Hit], tokenizer: Tokenizer, terms: list[str]) -> None:

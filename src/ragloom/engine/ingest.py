@@ -11,10 +11,11 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ragloom.chunking import ChunkPolicy, split_document
+from ragloom.chunking import ChunkPolicy
 from ragloom.config import CollectionConfig
 from ragloom.embedding import Embedder, resolve_embedder
 from ragloom.engine.calibration import calibrate
@@ -31,12 +32,14 @@ from ragloom.engine.report import IndexReport
 from ragloom.engine.stored_files import StoredFileIds, known_converted
 from ragloom.enrich import Enricher, enrich_span, enrichers_fingerprint
 from ragloom.errors import EmbeddingError, EmbeddingMismatch, InputError, NotFound, worded
-from ragloom.loading.run import FileRun, batches
 from ragloom.store.base import Store
 from ragloom.store.document_text import text_hash
 from ragloom.store.records import CollectionInfo, NewChunk, NewDocument
 from ragloom.text import analyzer_for
 from ragloom.types import ChunkSpan, Document
+
+if TYPE_CHECKING:  # (the loading package is imported by the writes that read files)
+    from ragloom.loading.run import FileRun
 
 WRITE_BATCH = 512  # documents per write transaction when chunks are embedded
 LEXICAL_WRITE_BATCH = 2048  # without embedding: fewer, larger transactions
@@ -212,6 +215,8 @@ class Ingest:
     ) -> tuple[Document, list[ChunkSpan]]:
         """Chunk and enrich one document: (document, [spans]). Fragments dropped by
         min_chars are counted in `report`."""
+        from ragloom.chunking.chunker import split_document  # (not loaded for a search)
+
         spans, fragments = split_document(doc.text, policy, doc.source, doc.title, doc.structure)
         report.fragments += fragments
         if enrichers:
@@ -267,6 +272,8 @@ class Ingest:
         run.validate = check_document
         run.known = known_converted(self.store, info, enrichers)
         report = IndexReport()
+        from ragloom.loading.run import batches
+
         for batch in batches(run.documents()):  # bounded in size, whatever the files' sizes
             added = self.add(batch, collection, None, enrichers, plan=plan)
             summed = ("documents", "unchanged", "chunks", "pending", "embedded", "fragments")

@@ -89,7 +89,9 @@ def open_legs(
     check_filter_kinds(reader, options.filter_node)
     options = options.with_defaults(config.search)  # the collection's own (tuned) defaults
     stored_model = config.embedding
-    embedder = models.for_collection(collection, stored_model, reader.size() > 0)
+    embedder = None  # a lexical search needs no model: none is rebuilt, loaded or checked
+    if options.mode != "lexical":
+        embedder = models.for_collection(collection, stored_model, reader.size() > 0)
     return Legs(
         snap,
         reader,
@@ -97,7 +99,7 @@ def open_legs(
         analyzer_for(config.tokenizer),
         options.bm25_for(config.bm25),
         config.title_weight,
-        embedder if stored_model else None,
+        embedder,
         vectors,
         dense_floor_of(stored_model),
         config.fusion_profile or None,
@@ -224,12 +226,15 @@ def feedback_search(legs: Legs, terms: list[str], depth: int, options: SearchOpt
 def runs_beside(legs: Legs, text: str, options: SearchOptions) -> bool:
     """Whether a hybrid search's legs are worth a second core (`ragloom.engine.beside`:
     the lexical leg there): a query a service must embed (the lexical leg scores while it
-    answers), or a vector at hand searched among at least `BESIDE_ELIGIBLE` chunks. A local
-    model embedding the query uses every core itself, and a filter leaving fewer chunks
+    answers) or a local model still loading (a process's first search: the model loads on
+    its own thread), or a vector at hand searched among at least `BESIDE_ELIGIBLE` chunks. A
+    local model embedding the query uses every core itself, and a filter leaving fewer chunks
     makes both legs short: the thread costs more than it overlaps (SciFact, local model:
     0.95x; 100k, 1 % filter: 1.10-1.15 ms beside against 1.04-1.08)."""
-    if legs.vectors.waits(legs.embedder, text):  # type: ignore[arg-type]
-        return bool(getattr(legs.embedder, "remote", False))
+    embedder = legs.embedder
+    assert embedder is not None  # (a hybrid search)
+    if legs.vectors.waits(embedder, text):
+        return embedder.remote or not embedder.ready()
     if options.filter_node is None:
         return True
     count = legs.reader.eligible_count(options.filter_node, options.filter_key)

@@ -4,9 +4,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ragloom.loading.run import FileFailure
+if TYPE_CHECKING:  # (a search never loads the file readers)
+    from ragloom.loading.run import FileFailure
 
 
 @dataclass

@@ -1,8 +1,10 @@
-"""The read path, one route for every search, in one snapshot:
+"""The read path, in one snapshot:
 
     collection's legs (`ragloom.engine.legs`) -> fusion -> controls, with the steps the
     options switch on (`ragloom.engine.steps`: expansion, rerank, hops) -> hydration
-    (chunk text and metadata from the same snapshot) -> the `SearchResult`, built here only.
+    (chunk text and metadata from the same snapshot) -> the `SearchResult`, built here only;
+    a plain lexical query whose top k holds no tie goes from its leg to its hits directly
+    (`ragloom.engine.plain`: the same hits, without the pool, fusion and controls).
 
 Everything one search returns (ranking, chunk text, metadata, vectors, packed document text)
 comes from one committed version of the index, so a document being replaced is found old or
@@ -16,15 +18,20 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
+import numpy as np
+
 from ragloom.context import GROUNDING_INSTRUCTION, PackedContext, pack_context
 from ragloom.contract.options import ARGUMENTS, MAX_QUERY_CHARS
 from ragloom.contract.schema import check_value
 from ragloom.engine.embedders import Embedders, QueryVectors
-from ragloom.engine.hydrate import hits_of
-from ragloom.engine.legs import open_legs
+from ragloom.engine.hydrate import hits_of, plain_hits
+from ragloom.engine.legs import Legs, open_legs
+from ragloom.engine.plain import PlainAnswer, plain_answer
 from ragloom.engine.services import SearchServices, search_services
 from ragloom.engine.steps import FlowResult, search_flow
 from ragloom.errors import InputError, ReadInterrupted
+from ragloom.retrieval.adaptive import one_leg
+from ragloom.retrieval.pipeline import LEXICAL
 from ragloom.retrieval.ranking import Ranking
 from ragloom.retrieval.search_options import SearchOptions
 from ragloom.store.base import Snapshot, Store
@@ -79,9 +86,13 @@ class Searcher:
         check_query(query)
 
         def ranked(snap: Snapshot) -> Ranking:
-            flow, applied = self.flow_in(
-                snap, query, options, collection, QueryVectors(self.models)
-            )
+            vectors = QueryVectors(self.models)
+            legs, answer = self.open_in(snap, query, options, collection, vectors)
+            if answer is not None:  # a plain query's top k: one leg's candidates as they are
+                top = (np.asarray(answer.rows, np.int64), answer.bm25)
+                candidates = one_leg(LEXICAL, top, answer.ceiling)
+                return Ranking(candidates, LEXICAL, options=legs.options)  # type: ignore[union-attr]
+            flow, applied = self.flow_in(snap, query, options, collection, vectors, legs)
             found = (flow.candidates, flow.mode, flow.degraded, flow.reason, flow.floor)
             return Ranking(*found, flow.below_floor, applied)
 
@@ -95,25 +106,51 @@ class Searcher:
         collection: str,
         vectors: QueryVectors,
     ) -> SearchResult:
-        """Search one collection inside an open snapshot (timed stage by stage)."""
+        """Search one collection inside an open snapshot (timed stage by stage): a plain
+        lexical query from its leg straight to its hits (`ragloom.engine.plain`), any other
+        through the steps its options switch on."""
         timer = StageTimer()  # per-stage timings (ragloom.timing): the stages mark themselves
         with timer.running():
-            flow, applied = self.flow_in(snap, query, options, collection, vectors)
-            hits, total = hits_of(snap, query, collection, flow.candidates, applied)
-            result = SearchResult(hits, flow.mode, flow.degraded, flow.reason, flow.steps, total)
-            result.dense_floor, result.below_floor = flow.floor, flow.below_floor
+            legs, answer = self.open_in(snap, query, options, collection, vectors)
+            if answer is not None:
+                result = SearchResult(plain_hits(snap, answer), LEXICAL)
+            else:
+                flow, applied = self.flow_in(snap, query, options, collection, vectors, legs)
+                hits, total = hits_of(snap, query, collection, flow.candidates, applied)
+                found = (flow.mode, flow.degraded, flow.reason, flow.steps, total)
+                result = SearchResult(hits, *found)
+                result.dense_floor, result.below_floor = flow.floor, flow.below_floor
         result.timings = timer.to_dict()
         return result
 
-    def flow_in(
+    def open_in(
         self, snap: Snapshot, query: str, options: SearchOptions, name: str, vectors: QueryVectors
+    ) -> tuple[Legs | None, PlainAnswer | None]:
+        """The collection's legs in the snapshot and, for a plain lexical query, its answer
+        (`ragloom.engine.plain`); (None, None) for a search with steps that need a service,
+        whose services are found first (`flow_in`), and for the default collection of a new
+        index."""
+        if options.uses_services:
+            return None, None
+        legs = open_legs(snap, options, name, vectors, self.models, self.store.location)
+        return legs, None if legs is None else plain_answer(legs, query)
+
+    def flow_in(
+        self,
+        snap: Snapshot,
+        query: str,
+        options: SearchOptions,
+        name: str,
+        vectors: QueryVectors,
+        legs: Legs | None = None,
     ) -> tuple[FlowResult, SearchOptions]:
-        """Legs, fusion, controls and the steps the options switch on; with the options as
-        applied (the collection's own defaults filled in)."""
+        """Legs (`legs`, when open already), fusion, controls and the steps the options
+        switch on; with the options as applied (the collection's own defaults filled in)."""
         llm, reranker = (
             search_services(self.services, options) if options.uses_services else (None, None)
         )
-        legs = open_legs(snap, options, name, vectors, self.models, self.store.location)
+        if legs is None:
+            legs = open_legs(snap, options, name, vectors, self.models, self.store.location)
         if legs is None:  # a new, empty index answers with no hits
             return FlowResult([], options.mode or "lexical"), options
         services = self.services or SearchServices()

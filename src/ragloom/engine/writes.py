@@ -7,17 +7,19 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING
 
 from ragloom.engine.ingest import Ingest, VectorPlan
 from ragloom.engine.refresh import FusionProfiles
 from ragloom.engine.report import IndexReport
 from ragloom.engine.stored_files import StoredFileIds
 from ragloom.enrich import Enricher
-from ragloom.loading.files import FoundFile
-from ragloom.loading.mirror import mirror_folders
-from ragloom.loading.run import FileRun
 from ragloom.store.lease import command_line
 from ragloom.types import Document
+
+if TYPE_CHECKING:  # (the file readers load with the first write of files, not for a search)
+    from ragloom.loading.files import FoundFile
+    from ragloom.loading.run import FileRun
 
 # Seconds a folder run waits for another process's writer lease before it is refused.
 LEASE_WAIT = float(os.environ.get("RAGLOOM_WRITER_WAIT", "10"))
@@ -100,6 +102,8 @@ class Writes:
     ) -> None:
         """Remove the documents of files gone from the folders among `paths` (or left out
         by the walk's rules now); the report says how many, or why none."""
+        from ragloom.loading.mirror import mirror_folders
+
         stored = StoredFileIds(self.ingest.store, collection)
         mirrored = mirror_folders(stored, paths, found)
         report.removed = self.delete(mirrored.remove, collection)

@@ -34,6 +34,18 @@ def available() -> bool:
     return _kernels.get() is not None
 
 
+def serve(large: Callable[[], bool]) -> bool:
+    """Whether the compiled kernels serve a search: yes when they are loaded, else when
+    `large()` says it reads a large segment (they are loaded then: numpy's paths cost time
+    in proportion to such a segment's chunks, theirs to the postings read). A search of small
+    segments alone never loads them: numpy scores every match there about as fast, with the
+    same bits, so a small index (a folder of notes, its first `ragloom index`) never waits
+    for numba."""
+    if _kernels.loaded() is not None:
+        return True
+    return large() and _kernels.get() is not None
+
+
 def _build(njit: Callable) -> dict[str, Callable]:
     """The kernels, compiled and run once each; the pieces they call (`cursors`, `maxscore`,
     `windows`) are compiled in place first, and put back as they were if anything fails."""

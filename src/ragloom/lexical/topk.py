@@ -329,7 +329,7 @@ def search(
     unique = set(terms)
     small: list[Target] = []
     large: list[Target] = []
-    compiled = prune and kernels.available()
+    compiled = prune and kernels.serve(lambda: any(t.segment.n >= SMALL_SEGMENT for t in targets))
     if compiled:  # the largest first: its k-th score lets the smaller ones skip more
         targets = sorted(targets, key=lambda target: -target.segment.n)
     for target in targets:
@@ -338,15 +338,20 @@ def search(
                 continue
             _kernel_into(target, terms, stats, params, best)
             continue
-        cheap = target.segment.n < SMALL_SEGMENT  # (the postings count is read only if not)
-        cheap = cheap or sum(target.segment.df(t) for t in unique) < SMALL_WORK
-        (small if not prune or cheap else large).append(target)
+        (small if not prune or _cheap(target, unique) else large).append(target)
     for target in sorted(large, key=lambda target: -target.segment.n):
         if not _selective(target, terms, stats, params, best):
             _pruned(target, terms, stats, params, best)
     if small:
         _exhaustive_together(small, terms, stats, params, best)
     return best.rows, best.scores
+
+
+def _cheap(target: Target, unique: set[int]) -> bool:
+    """Scoring every match beats pruning: a small segment, or few postings for the query (the
+    postings are counted only for a large segment)."""
+    segment = target.segment
+    return segment.n < SMALL_SEGMENT or sum(segment.df(t) for t in unique) < SMALL_WORK
 
 
 WeightsOf = Callable[[Segment, int], tuple[np.ndarray, np.ndarray]]

@@ -234,11 +234,15 @@ def ordered(head: Head, keys: Mapping[int, tuple[Any, ...]] | None = None) -> li
 
 
 def _untied_head(candidates: Sequence[Candidate], k: int) -> bool:
-    """Whether the first k candidates (and the one after them) come best first with no two
-    neighbours tied, and none later scores above the one after them: then the first k are
-    `head_of` as they stand (the common case of one leg's ranking; a third of `_head`'s cost).
-    Rounding keeps order, so a later score cannot tie the k-th either."""
-    scores = [c.score for c in candidates]
+    """Whether the first k candidates are `head_of` as they stand (`untied` scores: the
+    common case of one leg's ranking; a third of `_head`'s cost)."""
+    return untied([c.score for c in candidates], k)
+
+
+def untied(scores: list[float], k: int) -> bool:
+    """Whether the first k scores (and the one after them) come best first with no two
+    neighbours tied, and none later is above the one after them: no tie in the top k or at
+    its cut. Rounding keeps order, so a later score cannot tie the k-th either."""
     if k < 1 or not math.isfinite(sum(scores)):  # NaN or infinities: the general path
         return False
     head = scores[: k + 1]
