@@ -315,7 +315,10 @@ def report(
         facts.add_row(
             "FTS5 build", f"{peer['fts5 build_s']:.1f} s, {peer['fts5 bytes/chunk']:.0f} B/chunk"
         )
-    facts.add_row("open + warm", f"{serve['open_s']:.2f} s")
+    facts.add_row(
+        "open + warm; with the first (hybrid) search",
+        f"{serve['open_s']:.2f} s; {serve['first_s']:.2f} s",
+    )
     facts.add_row(
         "serving RSS",
         f"peak {serve['peak_mb']:.0f} MB, anonymous {serve['anon_mb']:.0f} MB, "
