@@ -217,12 +217,12 @@ def serve(path: Path, n: int, cache: Path, passes: int = PASSES) -> dict:
     embedded Qdrant gets: the merged files and new graphs are first read by it): the state
     a user gets. Settled, `passes` timed passes, each with its hits' text then ids only."""
     corpus = Corpus()
+    first = hybrid_words(corpus.texts(n + 500, 1)[0])  # (not in the query mix)
     started = time.perf_counter()
     index = _open(path, corpus, cache, n)
     index.warm()
     open_s = time.perf_counter() - started
-    first = corpus.texts(n + 500, 1)[0]  # (not one of the query mix's chunks)
-    index.search(hybrid_words(first), top_k=10)  # the first search (a hybrid one) included
+    index.search(first, top_k=10)  # the first search (a hybrid one) included
     first_s = time.perf_counter() - started
     table = corpus.vector_table(n + 100_000, cache)
     at_open = {
