@@ -179,10 +179,11 @@ class GraphBuild:
 
         if seed.path is None or seed.n > len(vectors) or not seed.path.exists():
             return None
-        index = faiss.read_index(str(seed.path))  # in memory: the mapped one cannot grow
+        index: Any = faiss.read_index(str(seed.path))  # in memory: a mapped one cannot grow
         if int(index.ntotal) != seed.n:
             return None
-        trained = faiss.vector_to_array(faiss.downcast_index(index.storage).sq.trained)
+        codes: Any = faiss.downcast_index(index.storage)  # the 8-bit storage
+        trained = faiss.vector_to_array(codes.sq.trained)  # each dimension's low, then span
         low, span = trained[: vectors.shape[1]], trained[vectors.shape[1] :]
         sample = np.asarray(vectors[seed.n :: max(1, (len(vectors) - seed.n) // 2000)])
         outside = (sample < low) | (sample > low + span)

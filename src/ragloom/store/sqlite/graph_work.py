@@ -83,11 +83,14 @@ class GraphWork:
         vectors = segment.vectors
         assert vectors is not None  # (`due` lists only segments with vectors)
         start = self._head_starts.get(segment.name)
-        build = start if isinstance(start, ann.GraphBuild) else None
         carried = 0
-        if build is None and start is not None:
+        if isinstance(start, ann.GraphBuild):
+            build: ann.GraphBuild | None = start
+        elif start is not None:
             build = ann.GraphBuild.grown_from(start, vectors)
             carried = start.n if build is not None else 0
+        else:
+            build = None
         if build is None:
             build = ann.GraphBuild.start(vectors)
         self._head_starts[segment.name] = build
