@@ -1,7 +1,8 @@
-"""Segment files' pages are mapped ahead of the first searches (`ragloom.segments.prefetch`):
-a real segment file, mapped by the store's `SegmentFiles`, whose mapping the process's own
-/proc/self/smaps shows resident once the daemon thread has populated it; nothing is done
-past the memory budget, and a closed file is passed over."""
+"""Segment files' and graphs' pages are mapped ahead of the first searches
+(`ragloom.segments.prefetch`): a real segment file mapped by the store's `SegmentFiles`, and a
+real faiss graph file mapped by faiss, whose mappings the process's own /proc/self/smaps
+shows resident once the daemon thread has populated them; nothing is done past the memory
+budget, and a closed file is passed over."""
 
 from __future__ import annotations
 
@@ -78,6 +79,7 @@ def test_nothing_is_mapped_past_the_memory_budget(tmp_path: Path, monkeypatch) -
     monkeypatch.setattr(prefetch, "available_bytes", lambda: 1024 * 1024)  # 0.5 MB budget
     path = _segment_file(tmp_path / "segments")
     files = SegmentFiles(tmp_path / "segments")
+    files._prefetch = prefetch.Prefetcher()  # (the process's own has its budget already)
     segment = files.get("s1")
     time.sleep(0.5)
     assert _resident_kb(path) < path.stat().st_size // 1024 // 2
@@ -96,3 +98,17 @@ def test_a_closed_file_is_passed_over(tmp_path: Path) -> None:
     files.get("s1")
     assert _wait_for(lambda: _resident_kb(path) >= 0.9 * (path.stat().st_size // 1024))
     assert prefetch.mapping_of(np.zeros(3)) is None  # an array in memory has no file
+
+
+def test_a_graphs_vectors_and_links_are_mapped_in_the_background(tmp_path: Path) -> None:
+    """faiss maps the graph file itself: its 8-bit vectors and links are populated too."""
+    ann = pytest.importorskip("ragloom.dense.graph")
+    pytest.importorskip("faiss")
+    vectors = np.random.default_rng(1).standard_normal((8000, 256)).astype(np.float32)
+    path = tmp_path / "g.hnsw"
+    ann.AnnIndex.build(vectors, path, threads=1)  # (loads it: populated once)
+    graph = ann.AnnIndex.load(path)  # a second mapping of the file, populated again
+    size_kb = path.stat().st_size // 1024
+    # (faiss itself reads about a third of this file at load; the rest is the prefetch's)
+    assert _wait_for(lambda: _resident_kb(path) >= 0.9 * size_kb), (_resident_kb(path), size_kb)
+    assert len(graph.search(vectors[0], 5, None)) == 5

@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from ragloom.segments import prefetch
 from ragloom.segments.files import fsync_folder
 from ragloom.segments.merge_file import Cancelled
 from ragloom.segments.segment import Segment
@@ -93,7 +94,13 @@ class AnnIndex:
         import faiss
 
         index = faiss.read_index(str(path), _read_flags())
-        return cls(index, int(index.ntotal), path)
+        graph = cls(index, int(index.ntotal), path)
+        hnsw: Any = index  # (faiss's stubs lack the HNSW fields)
+        storage: Any = faiss.downcast_index(hnsw.storage)
+        for mapped in (storage.codes, hnsw.hnsw.neighbors):
+            if mapped.size():  # the file's 8-bit vectors and links, mapped ahead of searches
+                prefetch.SHARED.add(faiss.rev_swig_ptr(mapped.data(), mapped.size()), graph)
+        return graph
 
     def search(
         self,

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import numpy as np
 
+from ragloom.segments import prefetch
 from ragloom.segments.columns import MetadataColumns
 from ragloom.segments.files import ArrayFile
-from ragloom.segments.prefetch import Prefetcher, mapping_of
 from ragloom.segments.segment import Segment
 
 FORMAT = 1
@@ -59,7 +59,7 @@ class SegmentFiles:
         self.on_load = on_load
         self._loaded: dict[str, Segment] = {}
         self._lock = threading.Lock()
-        self._prefetch = Prefetcher()
+        self._prefetch = prefetch.SHARED
 
     def path(self, name: str) -> Path:
         return self.folder / f"{name}.seg"
@@ -77,7 +77,7 @@ class SegmentFiles:
         with self._lock:
             kept = self._loaded.setdefault(name, segment)
         if kept is segment:
-            self._prefetch.add(mapping_of(segment.rows))
+            self._prefetch.add(prefetch.mapping_of(segment.rows))
         return kept
 
     def add(self, segment: Segment) -> None:

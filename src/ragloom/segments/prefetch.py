@@ -26,6 +26,7 @@ import numpy as np
 log = logging.getLogger("ragloom.store")
 
 MADV_POPULATE_READ = 22  # Linux 5.14 and later (older kernels refuse it: nothing is done)
+PAGE = mmap.PAGESIZE
 SHARE_OF_AVAILABLE = 0.5  # mapped files populated while they fit in this much free memory
 
 
@@ -50,40 +51,48 @@ def available_bytes() -> int:
 
 
 class Prefetcher:
-    """Populates the pages of files handed to it (`add`), one at a time, on a daemon thread
-    started on first use; at most `SHARE_OF_AVAILABLE` of the available memory in all."""
+    """Populates the pages of what it is handed (`add`: a mapped file, or an array over
+    mapped memory), one at a time, on a daemon thread started on first use; at most
+    `SHARE_OF_AVAILABLE` of the available memory in all."""
 
     def __init__(self) -> None:
-        self._queue: queue.SimpleQueue[mmap.mmap] = queue.SimpleQueue()
+        self._queue: queue.SimpleQueue[tuple[Any, Any]] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
         self._budget: int | None = None  # bytes still to populate (set at first use)
         self._madvise = _libc_madvise()
 
-    def add(self, mapped: mmap.mmap | None) -> None:
-        if mapped is None or mapped.closed or self._madvise is None:
+    def add(self, memory: mmap.mmap | np.ndarray | None, keep: object = None) -> None:
+        """Populate `memory` soon; `keep` is held meanwhile (what owns the mapping)."""
+        if memory is None or self._madvise is None:
             return
+        if isinstance(memory, mmap.mmap) and memory.closed:
+            return
+        size = len(memory) if isinstance(memory, mmap.mmap) else memory.nbytes
         with self._lock:
             if self._budget is None:
                 self._budget = int(available_bytes() * SHARE_OF_AVAILABLE)
-            if len(mapped) > self._budget:
+            if size > self._budget:
                 return
-            self._budget -= len(mapped)
+            self._budget -= size
             if self._thread is None:
                 self._thread = threading.Thread(
                     target=self._run, name="ragloom-prefetch", daemon=True
                 )
                 self._thread.start()
-        self._queue.put(mapped)
+        self._queue.put((memory, keep))
 
     def _run(self) -> None:
         while True:
-            mapped = self._queue.get()
+            memory, _ = self._queue.get()
             try:
-                address = np.frombuffer(mapped, np.uint8).ctypes.data
-                self._madvise(address, len(mapped), MADV_POPULATE_READ)  # (GIL released)
+                array = np.frombuffer(memory, np.uint8) if isinstance(memory, mmap.mmap) else memory
+                start = array.ctypes.data & ~(PAGE - 1)  # madvise wants a page boundary
+                length = array.ctypes.data + array.nbytes - start
+                self._madvise(start, length, MADV_POPULATE_READ)  # (GIL released)
             except (ValueError, OSError) as exc:  # closed meanwhile, or refused: nothing lost
                 log.debug("prefetch skipped: %s", exc)
+            del memory, array
 
 
 def _libc_madvise() -> Any:
@@ -99,3 +108,6 @@ def _libc_madvise() -> Any:
     madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
     madvise.restype = ctypes.c_int
     return madvise
+
+
+SHARED = Prefetcher()  # one per process: the memory budget is the machine's
