@@ -1,14 +1,18 @@
-"""Scale benchmark (issues 14, 18 and 23): build, size, open, query and write at 10k-1M chunks.
+"""Scale benchmark (issues 14, 18, 23 and 48): build, size, open, query and write at 10k-1M
+chunks.
 
 Usage: python bench/scale.py [--sizes 10000 100000 1000000] [--work /tmp/ragloom-scale]
        [--cache /tmp/ragloom-cache] [--peers qdrant bm25s fts5 numpy] [--passes 3]
+       [--hand-on]
 
 Chunks are synthetic (bench/scale_data.py: Zipf words, 20-89 a chunk; clustered 384-d
 vectors) and embedded by a trivial table lookup, so the figures measure ragloom (build times
 count the indexing calls, not generating the texts). Each phase runs in its own process
 (peak memory is per phase). ragloom is measured as users get it: built with Index.add and
-closed without optimize(), then reopened; searched at once, and again once the background
-work the opener resumed (flushes, merges, graphs) is done. In the same run, the peers:
+closed without optimize() (close finishes the work the writes made due; `--hand-on` closes
+with finish=False, leaving it to the next opener), then reopened; searched at once, and
+again once any background work the opener resumed (flushes, merges, graphs) is done. In the
+same run, the peers:
 embedded Qdrant (qdrant-edge-py: BM25 sparse vectors, HNSW, payload filters; optimized, its
 steady state; warmed by one untimed pass of the query mix, as ragloom's settled figures come
 after its at-open pass) for every query kind, its hits carrying their text and metadata as
@@ -43,10 +47,12 @@ console = Console(width=160)
 PEERS = ("qdrant", "bm25s", "fts5", "numpy")
 
 
-def run(role: str, path: Path, n: int, cache: Path, passes: int = PASSES) -> dict:
+def run(
+    role: str, path: Path, n: int, cache: Path, passes: int = PASSES, close: str = "finish"
+) -> dict:
     worker = Path(__file__).parent / "scale_worker.py"
     done = subprocess.run(
-        [sys.executable, str(worker), role, str(path), str(n), str(cache), str(passes)],
+        [sys.executable, str(worker), role, str(path), str(n), str(cache), str(passes), close],
         capture_output=True,
         text=True,
         env={"RAGLOOM_EMBEDDER": "none", **__import__("os").environ},
@@ -275,7 +281,21 @@ def report(
             f"{qb['optimize_s']:.1f} s, {qb['segments']} segments; open {peer_q['open_s']:.2f} s",
         )
     facts.add_row(
-        "segments at close (no optimize)", f"{build['segments']}, close {build['close_s']:.1f} s"
+        "segments before close (no optimize)",
+        f"{build['segments']}; after close {build['segments_after_close']}",
+    )
+    facts.add_row(
+        "close: the work the writes made due, finished"
+        if build["finish"]
+        else "close(finish=False): the work handed on (--hand-on)",
+        f"{build['close_s']:.1f} s, {len(build['close_steps'])} step(s): "
+        + "; ".join(build["close_steps"][:6])
+        + (" ..." if len(build["close_steps"]) > 6 else ""),
+    )
+    facts.add_row(
+        "build to the steady state: Index.add + close",
+        f"{build['add_s'] + build['close_s']:.1f} s "
+        f"({n / (build['add_s'] + build['close_s']):,.0f} chunks/s)",
     )
     facts.add_row(
         "reopened: pending work found, resumed in the background",
@@ -295,7 +315,10 @@ def report(
         facts.add_row(
             "FTS5 build", f"{peer['fts5 build_s']:.1f} s, {peer['fts5 bytes/chunk']:.0f} B/chunk"
         )
-    facts.add_row("open + warm", f"{serve['open_s']:.2f} s")
+    facts.add_row(
+        "open + warm; with the first (hybrid) search",
+        f"{serve['open_s']:.2f} s; {serve['first_s']:.2f} s",
+    )
     facts.add_row(
         "serving RSS",
         f"peak {serve['peak_mb']:.0f} MB, anonymous {serve['anon_mb']:.0f} MB, "
@@ -354,6 +377,13 @@ def main() -> None:
         help="peers measured beside ragloom (default: all; embedded Qdrant's optimize takes "
         "minutes at 1M, so `--peers bm25s` measures ragloom against the issue's 1M peer alone)",
     )
+    parser.add_argument(
+        "--hand-on",
+        action="store_true",
+        help="build with close(finish=False): the work the writes made due is left to the "
+        "next opener (the state every build left before issue 48: its at-open columns show "
+        "the searches of that window)",
+    )
     args = parser.parse_args()
     which = set(args.peers)
     args.work.mkdir(parents=True, exist_ok=True)
@@ -367,11 +397,12 @@ def main() -> None:
         path = args.work / f"scale-{n}.db"
         remove_index(path)
         lexical_path = args.work / f"scale-{n}-lexical.db"
-        lexical = run("build-lexical", lexical_path, n, args.cache)
+        close = "hand-on" if args.hand_on else "finish"
+        lexical = run("build-lexical", lexical_path, n, args.cache, close=close)
         remove_index(lexical_path)
         if "bm25s" in which:
             lexical["bm25s"] = run("build-bm25s", lexical_path, n, args.cache, args.passes)
-        build = run("build", path, n, args.cache)
+        build = run("build", path, n, args.cache, close=close)
         serve = run("serve", path, n, args.cache, args.passes)
         disk = sizes_on_disk(path, n)
         writes = run("writes", path, n, args.cache)

@@ -73,7 +73,7 @@ def _open(path: Path, corpus: Corpus, cache: Path, n: int) -> Index:
     return Index(path, embedder=BenchEmbedder(corpus, table=table))
 
 
-def build(path: Path, n: int, cache: Path, lexical_only: bool = False) -> dict:
+def build(path: Path, n: int, cache: Path, lexical_only: bool = False, finish: bool = True) -> dict:
     corpus = Corpus()
     index = Index(path, embedder=None) if lexical_only else _open(path, corpus, cache, n)
     index.configure(chunking={"max_chars": 4000, "overlap": 0, "min_chars": 0})
@@ -95,19 +95,26 @@ def build(path: Path, n: int, cache: Path, lexical_only: bool = False) -> dict:
                 rate = (done - (len(per_100k) * 100_000)) / (add_seconds - mark)
                 per_100k.append({"chunks": done, "chunks_per_s": rate})
                 mark = add_seconds
-        # No optimize(): what every script leaves behind (Index.add, then close). Pending
-        # flushes, merges and graphs are resumed by the next process that keeps it open.
+        # No optimize(): what every script does (Index.add, then close). Close finishes the
+        # flushes, merges and graphs the writes made due (`finish=False`, `--hand-on`, leaves
+        # them to the next process that keeps the index open, in the background).
         stats = index.stats()["collections"]["default"]
+        close_steps: list[str] = []
         close_started = time.perf_counter()
-        index.close()
+        index.close(finish=finish, on_step=lambda _, what: close_steps.append(what))
         close_seconds = time.perf_counter() - close_started
+    with Index(path, embedder=None, read_only=True) as closed:
+        after_close = closed.stats()["collections"]["default"]["segments"]
     return {
         "lexical_only": lexical_only,
         "add_s": add_seconds,
         "add_chunks_per_s": n / add_seconds,
         "per_100k": per_100k,
         "close_s": close_seconds,
+        "finish": finish,
+        "close_steps": close_steps,
         "segments": stats["segments"],
+        "segments_after_close": after_close,
         "peak_anon_mb": sampler.anon_mb,
         "peak_file_mb": sampler.file_mb,
         **_rss(),
@@ -210,10 +217,13 @@ def serve(path: Path, n: int, cache: Path, passes: int = PASSES) -> dict:
     embedded Qdrant gets: the merged files and new graphs are first read by it): the state
     a user gets. Settled, `passes` timed passes, each with its hits' text then ids only."""
     corpus = Corpus()
+    first = hybrid_words(corpus.texts(n + 500, 1)[0])  # (not in the query mix)
     started = time.perf_counter()
     index = _open(path, corpus, cache, n)
     index.warm()
     open_s = time.perf_counter() - started
+    index.search(first, top_k=10)  # the first search (a hybrid one) included
+    first_s = time.perf_counter() - started
     table = corpus.vector_table(n + 100_000, cache)
     at_open = {
         "segments": index.stats()["collections"]["default"]["segments"],
@@ -230,6 +240,7 @@ def serve(path: Path, n: int, cache: Path, passes: int = PASSES) -> dict:
     ]
     results: dict = {
         "open_s": open_s,
+        "first_s": first_s,
         "settled_s": settled_s,
         "at_open": at_open,
         "segments": index.stats()["collections"]["default"]["segments"],
@@ -284,10 +295,11 @@ def writes(path: Path, n: int, cache: Path) -> dict:
 if __name__ == "__main__":
     role, path, n, cache = sys.argv[1], Path(sys.argv[2]), int(sys.argv[3]), Path(sys.argv[4])
     passes = int(sys.argv[5]) if len(sys.argv) > 5 else PASSES  # timed passes of the query mix
+    finish = (sys.argv[6] if len(sys.argv) > 6 else "finish") == "finish"  # or "hand-on"
     os.environ.setdefault("RAGLOOM_EMBEDDER", "none")
     roles = {
-        "build": build,
-        "build-lexical": lambda *a: build(*a, lexical_only=True),
+        "build": lambda *a: build(*a, finish=finish),
+        "build-lexical": lambda *a: build(*a, lexical_only=True, finish=finish),
         "build-bm25s": lambda _path, n, _cache: build_bm25s(Corpus(), n, 40 * passes),
         "serve": lambda *a: serve(*a, passes),
         "build-qdrant": build_qdrant,

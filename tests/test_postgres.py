@@ -112,6 +112,25 @@ def test_selective_filters_stay_exact_past_the_hnsw_threshold(pg_url) -> None:
         store.close()
 
 
+def test_a_writer_has_its_hnsw_index_built_when_it_finishes(pg_url) -> None:
+    """Before close, a process that wrote past the threshold waits for the index its writes
+    made due (`Index.close` calls `finish`); one that only read has nothing to finish."""
+    url = pg_url() + "&hnsw_threshold=1000"
+    reader, store = open_store(url), open_store(url)
+    try:
+        docs, _ = _vector_documents(3000, 32)
+        with store.write() as write:
+            info = write.ensure_collection("v", {"embedding": {"model": "test", "dimension": 32}})
+            write.put(info, docs)
+        assert reader.finish() == 0 and not reader.wrote
+        store.finish()
+        with store.snapshot() as snap:
+            assert store.indexer.has_index(snap.conn, info.id, 32)
+    finally:
+        reader.close()
+        store.close()
+
+
 def test_migrate_to_postgres_and_back_keeps_every_answer(tmp_path: Path, pg_url) -> None:
     from ragloom.embedding.http import OllamaEmbedder
 

@@ -157,14 +157,32 @@ def test_optimize_with_the_embedding_service_down_warns_and_keeps_the_old_profil
         assert index.optimize() == 1 and _profile(index)["chunks"] == 300
 
 
+def _leave_stale(path: Path) -> None:
+    """A bulk load whose process hands its pending work on at close (or is killed before):
+    the profile taken after its first batch is left stale."""
+    index = Index(path, embedder=Topics())
+    index.add(_docs(0, 100))
+    index.add(_docs(100, 300))
+    index.close(finish=False)
+
+
+def test_a_builder_refreshes_its_stale_profile_at_close(tmp_path: Path, monkeypatch):
+    path = tmp_path / "built.db"
+    monkeypatch.setattr(refresh, "PROFILE_AFTER", 3600.0)
+    with Index(path, embedder=Topics()) as index:
+        index.add(_docs(0, 100))
+        index.add(_docs(100, 300))
+        assert _profile(index)["chunks"] == 100
+    with Index(path, embedder=Topics(), read_only=True) as reader:
+        assert _profile(reader)["chunks"] == 300
+
+
 def test_a_writable_opener_refreshes_what_an_earlier_process_left_stale(
     tmp_path: Path, monkeypatch
 ):
     path = tmp_path / "left.db"
     monkeypatch.setattr(refresh, "PROFILE_AFTER", 3600.0)
-    with Index(path, embedder=Topics()) as index:
-        index.add(_docs(0, 100))
-        index.add(_docs(100, 300))
+    _leave_stale(path)
     monkeypatch.setattr(refresh, "PROFILE_AFTER", 0.3)
     with Index(path, embedder=Topics(), read_only=True) as reader:
         time.sleep(1.0)  # a reader never writes a profile
@@ -176,9 +194,7 @@ def test_a_writable_opener_refreshes_what_an_earlier_process_left_stale(
 def test_close_gives_a_refresh_up_midway_and_writes_nothing(tmp_path: Path, monkeypatch):
     path = tmp_path / "close.db"
     monkeypatch.setattr(refresh, "PROFILE_AFTER", 3600.0)
-    with Index(path, embedder=Topics()) as index:
-        index.add(_docs(0, 100))
-        index.add(_docs(100, 300))
+    _leave_stale(path)
     monkeypatch.setattr(refresh, "PROFILE_AFTER", 0.1)
     slow = Topics(delay=0.5)  # 200 probes, 2 batches of embeddings a probe batch: ~7 s
     started = threading.Event()

@@ -1,8 +1,11 @@
-"""Nobody has to ask for the steady state (issue 23): an index left with pending flushes,
-merges and graphs by the process that built it is finished by the next process that keeps it
-open, in the background and without blocking its searches; `close()` gives up a step midway
-without leaving half of it; `ragloom index` finishes the work before it exits. Real SQLite
-files, real segment files and faiss graphs, the real command line in a subprocess."""
+"""Nobody has to ask for the steady state (issues 23 and 48): a process that wrote finishes
+the flushes, merges and graphs its writes made due before `close()` returns (the graphs of
+the files a bulk load keeps grow while it runs; a merge carries its first file's graph on);
+an index left with pending work (`close(finish=False)`, a killed process) is finished by the
+next process that keeps it open, in the background and without blocking its searches;
+`close()` gives up a step midway without leaving half of it; `ragloom index` finishes the
+work before it exits. Real SQLite files, real segment files and faiss graphs, the real
+command line in a subprocess."""
 
 from __future__ import annotations
 
@@ -19,6 +22,7 @@ import pytest
 
 import ragloom.dense.graph as ann
 import ragloom.store.sqlite.maintenance as maintenance
+import ragloom.store.sqlite.segment_swap as segment_swap
 from ragloom import Document, Index
 from ragloom.embedding.base import Embedder, normalize_rows
 
@@ -65,13 +69,15 @@ def small_segments(monkeypatch):
 
 
 def _build_without_background(path: Path, monkeypatch) -> list:
-    """What a script leaves behind: every chunk added, nothing flushed, merged or graphed.
-    Returns the answers of a few lexical searches on it (read-only: nothing resumed)."""
+    """What a script killed before close, or one that hands the work on, leaves behind:
+    every chunk added, nothing flushed, merged or graphed. Returns the answers of a few
+    lexical searches on it (read-only: nothing resumed)."""
     monkeypatch.setenv("RAGLOOM_BACKGROUND", "0")
-    with Index(path, embedder=Topics()) as index:
-        docs = _docs()
-        for lo in range(0, CHUNKS, 100):
-            index.add(docs[lo : lo + 100])
+    index = Index(path, embedder=Topics())
+    docs = _docs()
+    for lo in range(0, CHUNKS, 100):
+        index.add(docs[lo : lo + 100])
+    index.close(finish=False)
     monkeypatch.setenv("RAGLOOM_BACKGROUND", "1")
     with Index(path, embedder=Topics(), read_only=True) as reader:
         assert _segments(reader) == {"files": 0, "memory": 1, "graphs": 0}
@@ -108,7 +114,7 @@ def test_an_opener_resumes_pending_work_without_blocking_searches(
     path = tmp_path / "idx.db"
     expected = _build_without_background(path, monkeypatch)
 
-    real_merge = maintenance.merge_to_file
+    real_merge = segment_swap.merge_to_file
     inside, release = threading.Event(), threading.Event()
 
     def slow_merge(*args, **kwargs):
@@ -116,7 +122,7 @@ def test_an_opener_resumes_pending_work_without_blocking_searches(
         assert release.wait(30)
         return real_merge(*args, **kwargs)
 
-    monkeypatch.setattr(maintenance, "merge_to_file", slow_merge)
+    monkeypatch.setattr(segment_swap, "merge_to_file", slow_merge)
     index = Index(path, embedder=Topics())
     try:
         assert inside.wait(30), "the opener did not resume the pending flushes"
@@ -145,7 +151,7 @@ def test_close_gives_up_a_merge_midway_and_the_next_opener_does_it(
     path = tmp_path / "idx.db"
     expected = _build_without_background(path, monkeypatch)
 
-    real_merge = maintenance.merge_to_file
+    real_merge = segment_swap.merge_to_file
     inside = threading.Event()
     work = maintenance.Maintenance
 
@@ -156,7 +162,7 @@ def test_close_gives_up_a_merge_midway_and_the_next_opener_does_it(
         out_path.write_bytes(b"half a segment")  # what an interrupted writer leaves
         return real_merge(parts, epoch, dimension, out_path, stop=stop)
 
-    monkeypatch.setattr(maintenance, "merge_to_file", merge_until_closed)
+    monkeypatch.setattr(segment_swap, "merge_to_file", merge_until_closed)
     index = Index(path, embedder=Topics())
     assert isinstance(index.store.maintenance, work)
     assert inside.wait(30)
@@ -170,7 +176,7 @@ def test_close_gives_up_a_merge_midway_and_the_next_opener_does_it(
         assert reader.check() == []
         assert _answers(reader) == expected
 
-    monkeypatch.setattr(maintenance, "merge_to_file", real_merge)
+    monkeypatch.setattr(segment_swap, "merge_to_file", real_merge)
     with Index(path, embedder=Topics()) as index:
         _wait_for(lambda: _segments(index)["graphs"] >= 1 and _segments(index)["memory"] <= 1)
         assert _answers(index) == expected
@@ -180,21 +186,21 @@ def test_close_gives_up_a_merge_midway_and_the_next_opener_does_it(
 def test_close_gives_up_a_graph_midway(tmp_path: Path, monkeypatch, small_segments) -> None:
     path = tmp_path / "idx.db"
     _build_without_background(path, monkeypatch)
-    real_build = ann.AnnIndex.build.__func__
+    real_grow = ann.GraphBuild.grow
     inside = threading.Event()
 
-    def build_until_closed(cls, vectors, out, threads=2, stop=None):
+    def grow_until_closed(self, vectors, rows=None, threads=2, stop=None):
         inside.set()
         while not stop():
             time.sleep(0.01)
-        return real_build(cls, vectors, out, threads, stop)
+        return real_grow(self, vectors, rows, threads, stop)
 
-    monkeypatch.setattr(ann.AnnIndex, "build", classmethod(build_until_closed))
+    monkeypatch.setattr(ann.GraphBuild, "grow", grow_until_closed)
     index = Index(path, embedder=Topics())
     assert inside.wait(60)
     index.close()
     assert not [name for name in _files(path) if ".hnsw" in name]  # no graph, whole or half
-    monkeypatch.setattr(ann.AnnIndex, "build", classmethod(real_build))
+    monkeypatch.setattr(ann.GraphBuild, "grow", real_grow)
     with Index(path, embedder=Topics()) as index:
         _wait_for(lambda: _segments(index)["graphs"] >= 1)
         assert index.check() == []
@@ -243,8 +249,11 @@ def test_ragloom_index_leaves_the_steady_state(tmp_path: Path) -> None:
 
 
 def test_a_slow_bulk_load_never_looks_idle(tmp_path: Path, monkeypatch, small_segments) -> None:
-    """Embedding a batch takes longer than the idle wait: consolidation and graphs still wait
-    for the end of `Index.add` (they would rewrite and rebuild while it runs), then happen."""
+    """Embedding a batch takes longer than the idle wait: consolidation still waits for the
+    end of `Index.add` (it would rewrite files while it runs), then happens. The graphs of
+    the files the load keeps (the first one, those above the first merge tier) grow while it
+    runs, a batch at a time, and consolidation carries the first one's graph on: most
+    vectors are inserted once."""
     import ragloom.engine.ingest as ingest
 
     monkeypatch.setattr(maintenance, "GRAPH_AFTER", 0.2)
@@ -259,15 +268,36 @@ def test_a_slow_bulk_load_never_looks_idle(tmp_path: Path, monkeypatch, small_se
 
     loading = threading.Event()
     during = _record_idle_work(monkeypatch, loading)
+    inserted = _count_inserted(monkeypatch)
     with Index(tmp_path / "idx.db", embedder=Slow()) as index:
         loading.set()
         index.add(_docs())
         loading.clear()
         assert _segments(index)["files"] >= 2  # flushed and merged while loading...
         assert during == []  # ...but nothing that waits for a pause
+        assert _segments(index)["graphs"] >= 1  # the first 600-chunk file's, grown meanwhile
         _wait_for(lambda: not index.store.maintenance.outstanding())
         after = _segments(index)
         assert (after["files"], after["graphs"]) == (1, 1)  # then consolidated, graphed
+        # Two files of 600 consolidated: the first one's graph carried on, the second's
+        # (grown during the load, or not yet) thrown away; never the whole rebuilt.
+        assert CHUNKS <= sum(inserted) <= 1.5 * CHUNKS
+
+
+def _count_inserted(monkeypatch) -> list[int]:
+    """Rows inserted into graphs, per `GraphBuild.grow` call."""
+    counts: list[int] = []
+    real = ann.GraphBuild.grow
+
+    def grow(self, vectors, rows=None, threads=2, stop=None):
+        before = self.done
+        try:
+            return real(self, vectors, rows, threads, stop)
+        finally:
+            counts.append(self.done - before)
+
+    monkeypatch.setattr(ann.GraphBuild, "grow", grow)
+    return counts
 
 
 def _record_idle_work(monkeypatch, loading: threading.Event) -> list[str]:
@@ -298,9 +328,10 @@ def test_a_script_pausing_between_adds_gets_no_rewrite_under_its_ingest(
 ) -> None:
     """A script opens an index with pending work, prepares its first batch for longer than the
     resume wait, then adds batches with pauses shorter than the idle wait: the pending flush
-    and merges happen, but consolidation and graphs (rewrites of every small segment) wait
-    until the script has stopped writing for the idle wait, counted from open or the last
-    write, whichever is later; then they happen without anyone asking."""
+    and merges happen, but consolidation (a rewrite of every small segment) and the graphs
+    of files it would rewrite wait until the script has stopped writing for the idle wait,
+    counted from open or the last write, whichever is later; then they happen without anyone
+    asking."""
     monkeypatch.setattr(maintenance, "GRAPH_AFTER", 3.0)
     path = tmp_path / "idx.db"
     _build_without_background(path, monkeypatch)
@@ -354,3 +385,153 @@ def test_a_bulk_loads_tail_below_a_flush_is_written_once_writes_pause(
         assert _segments(index) == {"files": 1, "memory": 1, "graphs": 1}
         assert index.search("tail129", top_k=1, mode="lexical")[0].document_id == "t129"
         assert index.check() == []
+
+
+def _build(path: Path, count: int = CHUNKS, **close) -> None:
+    """A script's bulk load: batches of 100, then close (by default finishing the work)."""
+    index = Index(path, embedder=Topics())
+    docs = _docs()[:count]
+    for lo in range(0, count, 100):
+        index.add(docs[lo : lo + 100])
+    index.close(**close)
+
+
+def test_a_builder_leaves_the_steady_state_at_close(
+    tmp_path: Path, monkeypatch, small_segments
+) -> None:
+    """A script that adds and closes leaves every chunk in a segment file, the small files
+    consolidated, the graph built and the fusion profile taken: the next opener has nothing
+    left to do and searches at full speed from its first query. Close reports each step."""
+    from ragloom.engine.calibration import needs_profile
+
+    monkeypatch.setattr(maintenance, "GRAPH_AFTER", 30.0)  # never idle inside the script
+    expected = _build_without_background(tmp_path / "reference.db", monkeypatch)
+    path = tmp_path / "idx.db"
+    steps: list[tuple[int, str]] = []
+    _build(path, on_step=lambda done, what: steps.append((done, what)))
+    assert [done for done, _ in steps] == list(range(1, len(steps) + 1))
+    assert any("search graph" in what for _, what in steps), steps
+    with Index(path, embedder=Topics(), read_only=True) as reader:
+        assert _segments(reader) == {"files": 1, "memory": 0, "graphs": 1}
+        assert _answers(reader) == expected  # exact BM25: the same hits and scores
+        assert reader.check() == []
+        with reader.store.snapshot() as snap:
+            collection = snap.collection("default")
+            assert not needs_profile(collection.config, collection.size())
+    with Index(path, embedder=Topics()) as index:
+        assert index.store.maintenance.outstanding() == []
+
+
+def test_close_without_finishing_hands_the_work_on(
+    tmp_path: Path, monkeypatch, small_segments
+) -> None:
+    """`close(finish=False)`, and an error on the way out of `with`, leave the due work to
+    the next writable opener; a process that only searched has none to finish."""
+    monkeypatch.setattr(maintenance, "GRAPH_AFTER", 30.0)
+    path = tmp_path / "idx.db"
+    _build(path, finish=False)
+    with Index(path, embedder=Topics(), read_only=True) as reader:
+        assert _segments(reader)["graphs"] == 0
+    with pytest.raises(RuntimeError), Index(path, embedder=Topics()) as index:
+        index.add([Document("late", "doc topic1 late")])
+        raise RuntimeError("the script failed")
+    with Index(path, embedder=Topics()) as index:
+        assert index.store.maintenance.outstanding()
+        assert index.search("topic3", top_k=3, mode="dense")
+    with Index(path, embedder=Topics(), read_only=True) as reader:
+        assert _segments(reader)["graphs"] == 0
+
+
+def _record_carried(monkeypatch) -> list[tuple[int, int, bool]]:
+    """(seed rows, rows, carried on) for every graph a merge offered to carry on."""
+    carried: list[tuple[int, int, bool]] = []
+    real = ann.GraphBuild.grown_from.__func__
+
+    def grown_from(cls, seed, vectors):
+        build = real(cls, seed, vectors)
+        carried.append((seed.n, len(vectors), build is not None))
+        return build
+
+    monkeypatch.setattr(ann.GraphBuild, "grown_from", classmethod(grown_from))
+    return carried
+
+
+def _dense_ids(index: Index, queries: list[str]) -> list[list[str]]:
+    return [[h.chunk_id for h in index.search(q, top_k=10, mode="dense")] for q in queries]
+
+
+def test_a_merge_carries_the_first_segments_graph_on(
+    tmp_path: Path, monkeypatch, small_segments
+) -> None:
+    """New chunks consolidated into a segment that has a graph: the merged segment's graph
+    is the old one with the new rows inserted (none built again), and dense search through
+    it finds what an exact scan finds."""
+    import ragloom.dense.cosine_search as cosine_search
+
+    monkeypatch.setattr(maintenance, "GRAPH_AFTER", 30.0)
+    monkeypatch.setattr(cosine_search, "EXACT_BELOW", 0)  # through the graph at this size
+    path = tmp_path / "idx.db"
+    _build(path, 900)
+    carried = _record_carried(monkeypatch)
+    with Index(path, embedder=Topics()) as index:
+        index.add(_docs()[900:])  # 300 more: a flush and a tail, then consolidated at close
+    assert carried == [(900, CHUNKS, True)]
+    queries = [f"doc topic{t} word{t * 7}" for t in range(0, 30, 3)]
+    with Index(path, embedder=Topics(), read_only=True) as reader:
+        assert _segments(reader) == {"files": 1, "memory": 0, "graphs": 1}
+        assert reader.check() == []
+        through_graph = _dense_ids(reader, queries)
+        monkeypatch.setattr(cosine_search, "EXACT_BELOW", 10**9)
+        exact = _dense_ids(reader, queries)
+    found = sum(len(set(a) & set(b)) for a, b in zip(through_graph, exact))
+    assert found >= 0.95 * sum(len(b) for b in exact)
+
+
+def test_a_segment_with_deletes_gets_a_fresh_graph(
+    tmp_path: Path, monkeypatch, small_segments
+) -> None:
+    """A first segment that lost chunks is renumbered by the merge: its graph is not carried
+    on, a new one is built."""
+    monkeypatch.setattr(maintenance, "GRAPH_AFTER", 30.0)
+    path = tmp_path / "idx.db"
+    _build(path, 900)
+    carried = _record_carried(monkeypatch)
+    with Index(path, embedder=Topics()) as index:
+        index.delete("d5")
+        index.add(_docs()[900:])
+    assert carried == []
+    with Index(path, embedder=Topics(), read_only=True) as reader:
+        assert _segments(reader) == {"files": 1, "memory": 0, "graphs": 1}
+        assert reader.check() == []
+
+
+def test_an_interrupted_close_leaves_the_old_state_whole(
+    tmp_path: Path, monkeypatch, small_segments
+) -> None:
+    """Ctrl-C while close finishes the work (here in the graph build): the store still
+    closes, nothing half-written stays, and the next opener does the rest."""
+    monkeypatch.setattr(maintenance, "GRAPH_AFTER", 30.0)
+    expected = _build_without_background(tmp_path / "reference.db", monkeypatch)
+    path = tmp_path / "idx.db"
+
+    def interrupted(self, vectors, rows=None, threads=2, stop=None):
+        raise KeyboardInterrupt
+
+    real_grow = ann.GraphBuild.grow
+    monkeypatch.setattr(ann.GraphBuild, "grow", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        _build(path)
+    monkeypatch.setattr(ann.GraphBuild, "grow", real_grow)
+    with Index(path, embedder=Topics(), read_only=True) as reader:
+        assert _segments(reader)["graphs"] == 0
+        assert not [name for name in _files(path) if ".hnsw" in name or ".tmp" in name]
+        assert reader.check() == []
+        assert _answers(reader) == expected
+    with Index(path, embedder=Topics()) as index:
+        assert index.store.maintenance.finish() == 0  # this process wrote nothing
+    _build(path, 100)  # unchanged documents: nothing written, nothing finished
+    with Index(path, embedder=Topics()) as index:
+        index.add([Document("new", "doc topic2 new words")])  # a write: close finishes
+    with Index(path, embedder=Topics(), read_only=True) as reader:
+        assert _segments(reader)["graphs"] == 1
+        assert reader.check() == []

@@ -86,20 +86,29 @@ class Index:
         self._writes = Writes(self._ingest, self._profiles)
         self.services = SearchServices(llm, reranker)  # built on first use
         self._searcher = Searcher(self.store, self.models, self.services)
+        self._closed = False
 
     # -- lifecycle --------------------------------------------------------------------
-    def close(self) -> None:
-        """Close the file; background work under way (a merge, a fusion profile) is given up
-        cleanly (resumed later)."""
-        self._profiles.close()
-        self.services.close()
-        self.store.close()
+    def close(self, finish: bool = True, on_step: Callable[[int, str], None] | None = None) -> None:
+        """Close (once). If this process wrote, `finish` first does what `optimize` does, with
+        progress to `on_step`: the next opener is at full speed from its first query. False
+        hands that on to the next writable opener (background, searches slower meanwhile)."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            if finish:
+                self._upkeep(on_step, own=True)
+        finally:
+            self._profiles.close()
+            self.services.close()
+            self.store.close()
 
     def __enter__(self) -> Index:
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    def __exit__(self, kind: type[BaseException] | None, *exc: object) -> None:
+        self.close(finish=kind is None)  # an error on the way out: hand the work on
 
     @property
     def read_only(self) -> bool:
@@ -412,8 +421,11 @@ class Index:
 
     def optimize(self, on_step: Callable[[int, str], None] | None = None) -> int:
         """Flush, merge, build search graphs and refresh stale fusion profiles now (else done
-        in the background, also by a later opener); `on_step(done, what)` hears of each
-        step; returns the steps done."""
-        done = self.store.maintain(wait=True, on_step=on_step)
+        in the background); `on_step(done, what)` hears of each step. Returns the steps."""
+        return self._upkeep(on_step, own=False)
+
+    def _upkeep(self, on_step: Callable[[int, str], None] | None, own: bool) -> int:
+        """The store's pending work, then stale fusion profiles (`own`: if this process wrote)."""
+        done = self.store.finish(on_step) if own else self.store.maintain(True, on_step)
         step = on_step and (lambda n, what: on_step(done + n, what))
-        return done + self._profiles.refresh(step)
+        return done + (self._profiles.finish(step) if own else self._profiles.refresh(step))

@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from ragloom.segments import prefetch
 from ragloom.segments.files import fsync_folder
 from ragloom.segments.merge_file import Cancelled
 from ragloom.segments.segment import Segment
@@ -33,6 +34,7 @@ EF_CONSTRUCTION = 64
 EF_SEARCH = 128
 TRAIN = 50_000
 ADD_ROWS = 8_192  # between batches a closing process can stop the build
+SEED_OUTSIDE = 0.01  # share of new values outside a seed's quantizer range: build afresh
 KEPT_PARAMS = 32  # search parameters kept per graph (per ef and allowed-chunks bitmap)
 
 
@@ -59,9 +61,10 @@ def ann_path(segment_path: Path) -> Path:
 class AnnIndex:
     """A faiss HNSW index whose ids are a segment's chunk numbers."""
 
-    def __init__(self, index: Any, n: int) -> None:  # a faiss.IndexHNSWSQ
-        self.index = index
+    def __init__(self, index: Any, n: int, path: Path | None = None) -> None:
+        self.index = index  # a faiss.IndexHNSWSQ
         self.n = n
+        self.path = path  # the file it was read from
         # (ef, id of the kept bitmap or None) -> (the bitmap, faiss's selector and search
         # parameters): built once, not per query (faiss's objects cost 10-20 us to make). The
         # entry holds the bitmap (no other array can take its id meanwhile) and the selector
@@ -75,40 +78,29 @@ class AnnIndex:
         path: Path,
         threads: int = 2,
         stop: Callable[[], bool] | None = None,
+        seed: AnnIndex | None = None,
     ) -> AnnIndex:
         """Build from a (memory-mapped) matrix, write it atomically to `path`. Raises
-        `Cancelled` between batches once `stop()` is true (nothing is written then)."""
-        import faiss
-
-        faiss.omp_set_num_threads(threads)
-        n, dimension = vectors.shape
-        index = faiss.IndexHNSWSQ(  # faiss's stubs lack this overload
-            dimension,
-            faiss.ScalarQuantizer.QT_8bit,  # type: ignore[arg-type]
-            M,
-            faiss.METRIC_INNER_PRODUCT,
-        )
-        index.hnsw.efConstruction = EF_CONSTRUCTION
-        step = max(1, n // TRAIN)
-        index.train(np.ascontiguousarray(vectors[::step][:TRAIN], np.float32))
-        for lo in range(0, n, ADD_ROWS):
-            if stop is not None and stop():
-                raise Cancelled
-            index.add(np.ascontiguousarray(vectors[lo : lo + ADD_ROWS], np.float32))
-        tmp = path.with_name(path.name + ".tmp")
-        faiss.write_index(index, str(tmp))
-        with open(tmp, "rb") as handle:
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-        fsync_folder(path.parent)  # the rename, too, survives a crash
-        return cls.load(path)
+        `Cancelled` between batches once `stop()` is true (nothing is written then). With
+        a `seed` (a graph over the same first rows, `GraphBuild.grown_from`), only the rows
+        after them are inserted."""
+        build = GraphBuild.grown_from(seed, vectors) if seed is not None else None
+        build = build or GraphBuild.start(vectors)
+        build.grow(vectors, threads=threads, stop=stop)
+        return build.write(path)
 
     @classmethod
     def load(cls, path: Path) -> AnnIndex:
         import faiss
 
         index = faiss.read_index(str(path), _read_flags())
-        return cls(index, int(index.ntotal))
+        graph = cls(index, int(index.ntotal), path)
+        hnsw: Any = index  # (faiss's stubs lack the HNSW fields)
+        storage: Any = faiss.downcast_index(hnsw.storage)
+        for mapped in (storage.codes, hnsw.hnsw.neighbors):
+            if mapped.size():  # the file's 8-bit vectors and links, mapped ahead of searches
+                prefetch.SHARED.add(faiss.rev_swig_ptr(mapped.data(), mapped.size()), graph)
+        return graph
 
     def search(
         self,
@@ -156,6 +148,93 @@ class AnnIndex:
             selector = faiss.IDSelectorBitmap(self.n, faiss.swig_ptr(packed))
             params.sel = selector
         return packed, selector, params
+
+
+class GraphBuild:
+    """A graph under construction over the first `done` rows of a segment's vectors. HNSW
+    grows by insertion, so a graph over a segment's leading rows (the graph of the first
+    segment a merge kept whole) is carried on by inserting the rest: the graph a build
+    inserting in that order makes, at the cost of the new rows only."""
+
+    def __init__(self, index: Any, done: int) -> None:
+        self.index = index  # a faiss.IndexHNSWSQ in memory
+        self.done = done
+
+    @classmethod
+    def start(cls, vectors: np.ndarray) -> GraphBuild:
+        """An empty graph whose 8-bit quantizer is trained on a sample of `vectors`."""
+        import faiss
+
+        dimension = vectors.shape[1]
+        index = faiss.IndexHNSWSQ(  # faiss's stubs lack this overload
+            dimension,
+            faiss.ScalarQuantizer.QT_8bit,  # type: ignore[arg-type]
+            M,
+            faiss.METRIC_INNER_PRODUCT,
+        )
+        index.hnsw.efConstruction = EF_CONSTRUCTION
+        step = max(1, len(vectors) // TRAIN)
+        index.train(np.ascontiguousarray(vectors[::step][:TRAIN], np.float32))
+        return cls(index, 0)
+
+    @classmethod
+    def grown_from(cls, seed: AnnIndex, vectors: np.ndarray) -> GraphBuild | None:
+        """`seed`'s graph read into memory, to be carried on over `vectors` (whose first
+        `seed.n` rows it holds); None when its file is gone or the new rows fall outside
+        the range its quantizer was trained on (then a fresh build codes them better)."""
+        import faiss
+
+        if seed.path is None or seed.n > len(vectors) or not seed.path.exists():
+            return None
+        index: Any = faiss.read_index(str(seed.path))  # in memory: a mapped one cannot grow
+        if int(index.ntotal) != seed.n:
+            return None
+        codes: Any = faiss.downcast_index(index.storage)  # the 8-bit storage
+        trained = faiss.vector_to_array(codes.sq.trained)  # each dimension's low, then span
+        low, span = trained[: vectors.shape[1]], trained[vectors.shape[1] :]
+        sample = np.asarray(vectors[seed.n :: max(1, (len(vectors) - seed.n) // 2000)])
+        outside = (sample < low) | (sample > low + span)
+        if len(sample) and outside.mean() > SEED_OUTSIDE:
+            return None
+        return cls(index, seed.n)
+
+    def grow(
+        self,
+        vectors: np.ndarray,
+        rows: int | None = None,
+        threads: int = 2,
+        stop: Callable[[], bool] | None = None,
+    ) -> bool:
+        """Insert up to `rows` more of `vectors` (every one left when None), a batch at a
+        time; raises `Cancelled` between batches once `stop()` is true. True when every row
+        is in."""
+        import faiss
+
+        faiss.omp_set_num_threads(threads)
+        end = len(vectors) if rows is None else min(len(vectors), self.done + rows)
+        while self.done < end:
+            if stop is not None and stop():
+                raise Cancelled
+            upto = min(end, self.done + ADD_ROWS)
+            self.index.add(np.ascontiguousarray(vectors[self.done : upto], np.float32))
+            self.done = upto
+        return self.done == len(vectors)
+
+    def write(self, path: Path) -> AnnIndex:
+        """Write the graph atomically and durably to `path`; returns it mapped from there."""
+        import faiss
+
+        tmp = path.with_name(path.name + ".tmp")
+        try:
+            faiss.write_index(self.index, str(tmp))
+            with open(tmp, "rb") as handle:
+                os.fsync(handle.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
+        fsync_folder(path.parent)  # the rename, too, survives a crash
+        return AnnIndex.load(path)
 
 
 def attach_graph(segment: Segment, path: Path) -> bool:

@@ -113,6 +113,7 @@ class FusionProfiles:
 
     def __init__(self, store: Store, models: Embedders) -> None:
         self.store, self.models = store, models
+        self.wrote = False  # this process stored chunks since open (`finish`)
         self.background = ProfileRefresh(self._in_background)
         if not store.read_only:
             self.background.schedule()  # a stale profile left by an earlier process
@@ -124,6 +125,7 @@ class FusionProfiles:
     def after_write(self) -> None:
         """After a write that stored chunks: profile a collection that has none now, and
         leave a stale one for when writes pause."""
+        self.wrote = True
         calibrate(self.store, self.models, missing_only=True, quiet=True)
         self.background.schedule()
 
@@ -141,6 +143,11 @@ class FusionProfiles:
         except EmbeddingError as exc:
             warnings.warn(f"fusion profile not updated: {exc.message}", stacklevel=3)
         return done
+
+    def finish(self, on_step: Callable[[int, str], None] | None = None) -> int:
+        """Before close, when this process stored chunks: refresh the profiles its writes
+        left stale now (`refresh`), rather than leave them to the next writable opener."""
+        return self.refresh(on_step) if self.wrote else 0
 
     def close(self) -> None:
         """Stop the background refresh (one under way gives up; nothing half-written)."""

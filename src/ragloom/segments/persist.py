@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ragloom.segments import prefetch
 from ragloom.segments.columns import MetadataColumns
 from ragloom.segments.files import ArrayFile
 from ragloom.segments.segment import Segment
@@ -45,7 +46,8 @@ class SegmentMissing(Exception):
 
 
 class SegmentFiles:
-    """Segment files of one index, mapped once and shared by every view that uses them.
+    """Segment files of one index, mapped once and shared by every view that uses them; a
+    daemon thread maps each new file's pages ahead of the searches (`prefetch`).
 
     `on_load(segment, path)` runs once for each file mapped (the store gives segments their
     approximate-search graphs there, `ragloom.dense.graph.attach_graph`)."""
@@ -57,6 +59,7 @@ class SegmentFiles:
         self.on_load = on_load
         self._loaded: dict[str, Segment] = {}
         self._lock = threading.Lock()
+        self._prefetch = prefetch.SHARED
 
     def path(self, name: str) -> Path:
         return self.folder / f"{name}.seg"
@@ -72,7 +75,10 @@ class SegmentFiles:
         if self.on_load is not None:
             self.on_load(segment, self.path(name))
         with self._lock:
-            return self._loaded.setdefault(name, segment)
+            kept = self._loaded.setdefault(name, segment)
+        if kept is segment:
+            self._prefetch.add(prefetch.mapping_of(segment.rows))
+        return kept
 
     def add(self, segment: Segment) -> None:
         with self._lock:

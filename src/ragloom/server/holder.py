@@ -48,8 +48,10 @@ class IndexHolder:
             return self._index
 
     def close(self) -> None:
-        """Close the Index (at shutdown)."""
+        """Close the Index (at shutdown). Its background thread did the pending work while
+        the server ran; what is left is handed on to the next opener rather than holding
+        the shutdown up (`Index.close(finish=False)`)."""
         with self._lock:
             if self._index is not None:
-                self._index.close()
+                self._index.close(finish=False)
                 self._index = None

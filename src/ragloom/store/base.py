@@ -378,6 +378,13 @@ class Store(ABC):
         hears of each step. Returns the steps done (0 where there is no such work)."""
         return 0
 
+    def finish(self, on_step: Any = None) -> int:  # noqa: B027
+        """Before close, when this process wrote: the background work its writes made due
+        (flushes, merges, search graphs), done now so that the next opener searches at full
+        speed from its first query; `on_step(done, what)` hears of each step. Returns the
+        steps done (0 where there is no such work)."""
+        return 0
+
     @abstractmethod
     def close(self) -> None:
         """Release connections and background threads."""

@@ -59,6 +59,7 @@ class PostgresStore(ThreadSnapshots[PostgresSnapshot], Store):
         self._closed = False
         self.filter_values: dict[Any, list[tuple[str | None, ...]]] = {}
         self.indexer = HnswBuilder(self.where, read_only)
+        self.wrote = False  # this process committed a write since open (`finish`)
         self._vector_info: Any = None
         self.path_sql = f'SET LOCAL search_path TO "{self.schema}", public;'
         self.mark = replicas.WriteMark()  # this process's newest commit (read-your-writes)
@@ -310,6 +311,7 @@ class PostgresStore(ThreadSnapshots[PostgresSnapshot], Store):
             except BaseException:
                 self._rollback(conn)
                 raise
+        self.wrote = True
         if write.grown:
             self.indexer.nudge(write.grown)
 
@@ -350,6 +352,10 @@ class PostgresStore(ThreadSnapshots[PostgresSnapshot], Store):
     def check(self) -> list[str]:
         with self.snapshot() as snap:
             return check_snapshot(snap)
+
+    def finish(self, on_step: Any = None) -> int:
+        """The HNSW indexes this process's writes made due, built before close."""
+        return self.maintain(on_step=on_step) if self.wrote else 0
 
     def maintain(self, wait: bool = True, on_step: Any = None) -> int:
         """Build the HNSW indexes that collections past the threshold still lack."""

@@ -279,6 +279,9 @@ class ShardedStore(ThreadSnapshots[ShardedSnapshot], Store):
     def maintain(self, wait: bool = True, on_step: Any = None) -> int:
         return sum(self.shard(i).maintain(wait, on_step) for i in range(self.count))
 
+    def finish(self, on_step: Any = None) -> int:
+        return sum(s.finish(on_step) for s in self._shards if s is not None)
+
     def close(self) -> None:
         for conn in self._controls.values():
             with contextlib.suppress(Exception):

@@ -2,17 +2,18 @@
 
 New chunks live in memory (and in their SQLite rows) until there are `flush_rows` of them;
 then they are written as one immutable segment file. Segment files are merged by the tiered
-policy; `ragloom.segments.schedule` decides what is due. Each step builds its file from one
-view without holding any lock, then commits the manifest change in one short write
-transaction, re-checking that nobody changed the same segments meanwhile; deletes and
-vectors that arrived during the step stay recorded (`removed`, `vectors`) and are applied to
-the new segment. A crash leaves the old segments or the new one in the manifest, never half.
+policy; `ragloom.segments.schedule` decides what is due, `ragloom.store.sqlite.segment_swap`
+writes each new file and commits it in place of the old ones (a crash leaves the old
+segments or the new one in the manifest, never half). A merged segment whose first input
+had a search graph carries that graph on (`ann.GraphBuild`): only the other rows are
+inserted.
 
-Nobody has to ask for the steady state: a process that opens a writable index resumes the
-work an earlier one left pending (`resume`, after `RESUME_AFTER` seconds so that a short
-search-and-exit never starts it), `run_now` finishes it with progress (`ragloom index` does
-before it exits), and `stop` (at close) gives up a step midway by removing its unfinished
-file: nothing half-done is ever committed, and the next opener takes the work up again.
+Nobody has to ask for the steady state: a process that wrote finishes the work its writes
+made due before it closes (`finish`, with progress), a process that opens a writable index
+resumes the work an earlier one left pending (`resume`, after `RESUME_AFTER` seconds so that
+a short search-and-exit never starts it), `run_now` does it all at once, and `stop` (at
+close) gives up a step midway by removing its unfinished file: nothing half-done is ever
+committed, and the next opener takes the work up again.
 """
 
 from __future__ import annotations
@@ -22,30 +23,23 @@ import logging
 import os
 import threading
 import time
-import uuid
 from collections.abc import Callable, Iterator
 
-from ragloom.dense import graph as ann
-from ragloom.dense.graph import attach_graph
-from ragloom.segments.merge_file import Cancelled, merge_to_file
 from ragloom.segments.schedule import (
     CONSOLIDATE_ROWS,
     FLUSH_ROWS,
     MERGE_FACTOR,
-    carry_over,
     consolidation_plan,
     flush_due,
     merge_plan,
-    replaced,
     settled,
     tail_due,
 )
 from ragloom.segments.view import CollectionView
 from ragloom.store.sqlite.cleanup import clean_files
 from ragloom.store.sqlite.database import SQLiteDatabase
-from ragloom.store.sqlite.errors import from_os
-from ragloom.store.sqlite.view_history import read_collections
-from ragloom.store.sqlite.write import SQLiteWrite
+from ragloom.store.sqlite.graph_work import GraphWork
+from ragloom.store.sqlite.segment_swap import swap_in
 
 log = logging.getLogger("ragloom.store")
 
@@ -76,6 +70,9 @@ class Maintenance:
         self.deferred = 0.0  # idle seconds the work put off by the last round waits for
         self.last_step = ""  # what the last step did, in words (for progress)
         self._first_wait: float | None = None
+        self.wrote = False  # this process wrote since open: `finish` does the work at close
+        self._closing = False  # `finish` under way: the in-memory fold is not worth doing
+        self.graphs = GraphWork(store)  # graphs under way, and carried on through merges
 
     def _start(self) -> None:
         if self._thread is None:
@@ -85,6 +82,7 @@ class Maintenance:
     def nudge(self) -> None:
         """Ask for a round of work (after a write)."""
         self.last_write = time.monotonic()
+        self.wrote = True
         if not self.background:
             return
         self._start()
@@ -172,6 +170,18 @@ class Maintenance:
             self._forced = False
         return done
 
+    def finish(self, on_step: Callable[[int, str], None] | None = None) -> int:
+        """Before close, when this process wrote: the flushes, merges, consolidation and
+        graphs its writes made due, done now (`run_now`), so that the next opener searches
+        the steady state from its first query. Returns the number of steps."""
+        if not self.wrote:
+            return 0
+        self._closing = True
+        try:
+            return self.run_now(on_step)
+        finally:
+            self._closing = False
+
     # -- one step ---------------------------------------------------------------------
     def step(self) -> bool:
         """One flush or merge if any is due; True when something was done."""
@@ -181,6 +191,7 @@ class Maintenance:
             with store.snapshot() as snap:
                 rows = snap.rows
                 views = [snap.collection(name).view for name in sorted(rows)]
+            self.graphs.forget_gone(views)
             for view in views:
                 if flush_due(view, self.flush_rows):
                     return self._flush(view)
@@ -190,6 +201,8 @@ class Maintenance:
             for idle_work in (self._settle, self._flush_tail, self._consolidate, self._build_graph):
                 if any(idle_work(view) for view in views):
                     return True
+            if any(self._grow_graph(view) for view in views):
+                return True
             clean_files(self.store)
             return False
 
@@ -209,39 +222,31 @@ class Maintenance:
             plan = consolidation_plan(view, self.consolidate_rows)
             if plan is not None:
                 due.append(f"{view.name}: merge {plan[1] - plan[0]} small segments into one")
-            if ann.available():
-                due.extend(
-                    f"{view.name}: graph over {p.segment.n:,} chunks"
-                    for p in view.parts[: view.files]
-                    if p.segment.ann is None
-                    and p.segment.n >= ann.ANN_MIN
-                    and p.segment.vectors is not None
-                )
+            due.extend(
+                f"{view.name}: graph over {p.segment.n:,} chunks" for p in self.graphs.due(view)
+            )
         return due
 
     def _build_graph(self, view: CollectionView) -> bool:
         """Once writes pause, give the next large segment its approximate-search graph."""
-        if not ann.available():
+        if not self.graphs.due(view):
             return False
-        for part in view.parts[: view.files]:
-            segment = part.segment
-            if segment.ann is not None or segment.n < ann.ANN_MIN or segment.vectors is None:
-                continue
-            if self.idle_for() < GRAPH_AFTER:
-                self._defer(GRAPH_AFTER)
-                return False
-            path = self.store.files.path(segment.name)
-            if attach_graph(segment, path):
-                continue  # another process built it
-            try:
-                ann.AnnIndex.build(segment.vectors, ann.ann_path(path), stop=self.stopping)
-            except Cancelled:
-                return False  # nothing was written (the graph file appears only when whole)
-            except OSError as exc:
-                raise from_os(exc, f"graph of segment {segment.name}") from None
-            self.last_step = f"search graph over {segment.n:,} chunks"
-            return attach_graph(segment, path)
-        return False
+        if self.idle_for() < GRAPH_AFTER:
+            self._defer(GRAPH_AFTER)
+            return False
+        return self._graph_step(self.graphs.build(view, self.stopping))
+
+    def _grow_graph(self, view: CollectionView) -> bool:
+        """While writes go on, a batch of rows into the graph of a segment a bulk load keeps
+        (`GraphWork.grow`): flushes and merges come first between batches."""
+        floor = self.flush_rows
+        return self._graph_step(self.graphs.grow(view, self.factor, floor, self.stopping))
+
+    def _graph_step(self, done: str | None) -> bool:
+        if done is None:
+            return False
+        self.last_step = done
+        return True
 
     def _consolidate(self, view: CollectionView) -> bool:
         """Once writes pause, merge the newest small segment files into one (before their
@@ -267,7 +272,7 @@ class Maintenance:
     def _settle(self, view: CollectionView) -> bool:
         """Once writes pause, fold the in-memory segments into one: the same version, read
         faster (a pure memory change, nothing is written)."""
-        if len(view.parts) - view.files < 2:
+        if self._closing or len(view.parts) - view.files < 2:
             return False
         if self.idle_for() < SETTLE_AFTER:
             self._defer(SETTLE_AFTER)
@@ -286,52 +291,13 @@ class Maintenance:
 
     def _replace(self, view: CollectionView, i: int, j: int, upto: int) -> bool:
         """Write parts [i, j) of `view` as one segment file and commit it in their place."""
-        store = self.store
         parts = view.parts[i:j]
-        name = f"c{view.collection_id}-{uuid.uuid4().hex[:16]}"
-        try:
-            store.files.folder.mkdir(exist_ok=True)
-            written, size = merge_to_file(
-                parts, view.epoch, view.dimension, store.files.path(name), stop=self.stopping
-            )
-        except Cancelled:
-            store.files.path(name).unlink(missing_ok=True)
+        swapped = swap_in(self.store, view, i, j, upto, self.stopping)
+        if swapped is None:
             return False
-        except OSError as exc:
-            store.files.path(name).unlink(missing_ok=True)
-            raise from_os(exc, f"segment file {name}") from None
-        if self.stopping():  # closing: not committed, the next opener does it again
-            store.files.path(name).unlink(missing_ok=True)
-            return False
-        if written:
-            segment = store.files.get(name)  # mapped from the file
-        else:
-            store.files.path(name).unlink(missing_ok=True)
-            segment = None
-        old_names = [p.segment.name for p in parts if p.segment.name]
         flush = i >= view.files
-        span = (
-            (view.flushed_upto + 1, upto)
-            if flush
-            else (parts[0].segment.first_row, parts[-1].segment.last_row)
-        )
-        committed = False
-        with store.write_lock:  # commit and publish before any other write of this process
-            try:
-                with store.write() as write:
-                    n = segment.n if segment is not None else 0  # 0: every chunk was deleted
-                    current = self._commit(write, view, name, n, size, old_names, span, upto)
-                    if current is None:
-                        return False
-                    generation = write.generation
-                    committed = True
-            finally:
-                if not committed and written:
-                    with contextlib.suppress(OSError):
-                        store.files.path(name).unlink()
-            new_part = carry_over(segment, current) if segment is not None else None
-            store.views.remember(replaced(current, view, i, j, new_part, upto, generation, flush))
-        store.files.forget(old_names)
+        if swapped.segment is not None and not flush:
+            self.graphs.carry(swapped.name, parts[0], view.epoch)
         chunks = sum(p.segment.n for p in parts)
         self.last_step = (
             f"{chunks:,} new chunks written to a segment file"
@@ -339,60 +305,3 @@ class Maintenance:
             else f"{len(parts)} segments merged ({chunks:,} chunks)"
         )
         return True
-
-    def _commit(
-        self,
-        write: SQLiteWrite,
-        view: CollectionView,
-        name: str,
-        n: int,
-        size: int,
-        old_names: list[str],
-        span: tuple[int, int],
-        upto: int,
-    ) -> CollectionView | None:
-        """The manifest change, if nobody changed these segments meanwhile; returns the
-        collection's view just before this write (None: nothing done)."""
-        store = self.store
-        conn = write.conn
-        row = read_collections(conn).get(view.name)
-        if row is None or row.id != view.collection_id or row.layout > view.generation:
-            return None  # settings changed, or another process flushed or merged
-        live = {
-            n
-            for (n,) in conn.execute(
-                "SELECT name FROM segments WHERE collection_id = ? AND retired IS NULL", (row.id,)
-            )
-        }
-        if not set(old_names) <= live or row.flushed_upto != view.flushed_upto:
-            return None
-        store.views.prepare(conn, row.id)
-        current = store.views.current(row.id)
-        if current is None:
-            return None
-        generation = write.generation
-        first, last = span
-        if n:
-            conn.execute(
-                "INSERT INTO segments (name, collection_id, first_row, last_row, chunks, bytes,"
-                " created) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (name, row.id, first, last, n, size, generation),
-            )
-        for old in old_names:
-            conn.execute(
-                "UPDATE segments SET retired = ?, retired_at = ? WHERE name = ?",
-                (generation, time.time(), old),
-            )
-        # Deletes and vectors the new file already reflects are no longer needed.
-        for table in ("removed", "vectors"):
-            conn.execute(
-                f"DELETE FROM {table} WHERE collection_id = ? AND chunk_id BETWEEN ? AND ?"
-                " AND generation <= ?",
-                (row.id, first, last, view.generation),
-            )
-        conn.execute(
-            "UPDATE collections SET flushed_upto = ?, layout = ?, changed = ? WHERE id = ?",
-            (upto, generation, generation, row.id),
-        )
-        write.touched.add(row.id)
-        return current

@@ -109,6 +109,11 @@ class SQLiteStore(SQLiteDatabase, Store):
             return 0
         return self.maintenance.run_now(on_step)
 
+    def finish(self, on_step: Any = None) -> int:
+        if self.maintenance is None:
+            return 0
+        return self.maintenance.finish(on_step)
+
     def config_json(self, collection_id: int) -> dict[str, Any]:
         with self.snapshot() as snap:
             for row in snap.rows.values():
