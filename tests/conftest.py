@@ -16,6 +16,16 @@ os.environ["RAGLOOM_EMBEDDER"] = "none"
 DATA = Path(os.environ.get("RAGLOOM_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
 
 
+@pytest.fixture(autouse=True)
+def kernels_allowed():
+    """`ragloom search` run in-process (CliRunner) tells the process to load no compiled
+    kernels from then on, as a one-shot process should; each test starts as a new one."""
+    yield
+    from ragloom import compiled
+
+    compiled._without_loading.clear()
+
+
 @pytest.fixture
 def index_path(tmp_path: Path) -> Path:
     return tmp_path / "index.db"

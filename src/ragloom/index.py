@@ -8,7 +8,7 @@ version and every failed write change nothing).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -17,10 +17,9 @@ import numpy as np
 from ragloom.config import CollectionConfig
 from ragloom.context import GROUNDING_INSTRUCTION as GROUNDING
 from ragloom.context import PackedContext
-from ragloom.dense import dots, topn
 from ragloom.embedding import Embedder
 from ragloom.engine.calibration import calibrate
-from ragloom.engine.collections import configure, index_stats
+from ragloom.engine.collections import configure, documents_page, index_stats, pending_vectors, warm
 from ragloom.engine.documents import embedding_text
 from ragloom.engine.embedders import Embedders
 from ragloom.engine.ingest import IndexReport, Ingest, VectorPlan
@@ -32,8 +31,7 @@ from ragloom.engine.searching import Searcher, Sections
 from ragloom.engine.services import SearchServices
 from ragloom.engine.writes import Writes
 from ragloom.enrich import Enricher
-from ragloom.errors import InputError, ModelUnavailable
-from ragloom.lexical import BM25Params, kernels
+from ragloom.lexical import BM25Params
 from ragloom.retrieval.ranking import Ranking
 from ragloom.retrieval.search_options import SearchOptions
 from ragloom.store import StoredDocument
@@ -163,17 +161,14 @@ class Index:
         keep_missing: bool = False,
         include_ignored: bool = False,
     ) -> IndexReport:
-        """Index a file, a list of files or directory trees (include/exclude globs; scratch
-        files and what a `.gitignore` ignores are left out unless `include_ignored`).
-
-        Every good file is indexed; a file that cannot be (invalid text, a bad JSONL line, over
-        `policy.max_file_size`, ...) is reported in `report.failed` with a warning, or raised
-        at once with `fail_fast`; a file of no supported format is one of them too. Files a
-        rule leaves out are counted (`report.left_out`); non-regular files are skipped with a
-        warning. `lenient` replaces invalid bytes with U+FFFD and skips bad JSONL lines. One file is
-        one document however it is reached (`ragloom.loading.run`). A folder's documents of
-        files gone (or now left out) are removed (`report.removed`; `report.held` says why
-        not) unless `keep_missing`. `on_file(done, total)` hears of progress; `stop` ends it.
+        """Index files, and folders walked by the include/exclude globs (scratch files and
+        what a `.gitignore` ignores left out unless `include_ignored`; every file left out is
+        counted in `report.left_out`). A file that cannot be indexed (bad text or JSONL, no
+        supported format, over `policy.max_file_size`) is in `report.failed`, with a warning,
+        or raised with `fail_fast`; `lenient` replaces invalid bytes and skips bad JSONL lines.
+        A folder's documents of files gone are removed (`report.removed`; why not:
+        `report.held`) unless `keep_missing`. `on_file(done, total)` hears of progress; `stop`
+        ends the run. One file is one document however it is reached (`ragloom.loading.run`).
         """
         from ragloom.loading import index_files
 
@@ -198,11 +193,7 @@ class Index:
 
     def delete(self, doc_id: str, collection: str = DEFAULT_COLLECTION) -> int:
         """Remove a document and every trace of it; returns the number of chunks removed."""
-        with self._profiles.writing():
-            removed = self._ingest.delete(doc_id, collection)
-        if removed:
-            self._profiles.background.schedule()
-        return removed
+        return self._writes.delete_document(doc_id, collection)
 
     def delete_many(self, doc_ids: Sequence[str], collection: str = DEFAULT_COLLECTION) -> int:
         """Remove documents (ids not stored are passed over); returns how many were removed."""
@@ -282,12 +273,8 @@ class Index:
         bm25: BM25Params | None = None,
     ) -> tuple[np.ndarray, np.ndarray]:
         """Lexical leg only: top chunk row ids and BM25 scores (no chunk text fetched)."""
-        ranking = self.rank(
-            query, SearchOptions(top_k=top_n, mode="lexical", bm25=bm25), collection
-        )
-        rows = np.array([c.row_id for c in ranking.candidates], np.int64)
-        scores = np.array([c.score for c in ranking.candidates], np.float64)
-        return rows, scores
+        options = SearchOptions(top_k=top_n, mode="lexical", bm25=bm25)
+        return self._searcher.rows(query, options, collection)
 
     def search_many(
         self, query: str, requests: Sequence[dict[str, Any]], **shared: Any
@@ -350,9 +337,7 @@ class Index:
     def read(self, work: Callable[[IndexReading], T]) -> T:
         """`work(reading)` in one version of the index, as `reading` gives; run once more in
         a fresh version if the store lost its connection midway (a replica went away)."""
-        return self._searcher.read(
-            lambda snap: work(IndexReading(self._searcher, self.models, snap))
-        )
+        return self._searcher.read(lambda snap: work(self._reading(snap)))
 
     def pack(
         self, sections: Sections, budget: int | None = None, instruction: str | None = GROUNDING
@@ -374,11 +359,7 @@ class Index:
         self, collection: str | None = None, offset: int = 0, limit: int = 100
     ) -> list[StoredDocument]:
         """A page of stored documents."""
-        for name, value in (("offset", offset), ("limit", limit)):
-            if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2**63:
-                raise InputError(f"{name} must be a non-negative integer below 2**63")
-        with self.store.snapshot() as snap:
-            return snap.documents(collection, offset, limit)
+        return documents_page(self.store, collection, offset, limit)
 
     def chunk_documents(self, collection: str = DEFAULT_COLLECTION) -> dict[int, str]:
         """Chunk row id -> document id for a collection (to fold `search_rows` to documents)."""
@@ -391,23 +372,11 @@ class Index:
 
     def pending(self) -> int:
         """Chunks waiting for vectors, over every collection."""
-        with self.store.snapshot() as snap:
-            return sum(snap.collection(name).pending() for name in snap.collections())
+        return pending_vectors(self.store)
 
     def warm(self) -> None:
-        """Load every collection's segments and model, and the compiled kernels, now. A model
-        that cannot be loaded here (one given to another process's library, a mismatch) is
-        left for the searches that need it to report: lexical searches do not."""
-        kernels.available()
-        dots.compiled()
-        topn.compiled()
-        with self.store.snapshot() as snap:
-            for name in snap.collections():
-                reader = snap.collection(name)
-                with suppress(InputError, ModelUnavailable):
-                    self.models.for_collection(
-                        name, reader.info.config.get("embedding"), reader.size() > 0
-                    )
+        """Load the compiled kernels, and every collection's segments and model, now."""
+        warm(self.store, self.models)
 
     def check(self) -> list[str]:
         """Verify the index (file integrity; documents, chunks, postings, statistics and

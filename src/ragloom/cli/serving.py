@@ -8,6 +8,8 @@ import click
 
 from ragloom.cli.common import ByteSize, collection_option, open_index, stack, where_options
 from ragloom.loading import DEFAULT_MAX_FILE_SIZE
+from ragloom.server.runner import serve as run_server
+from ragloom.server.settings import ServerSettings
 
 SERVE_OPTIONS = stack(
     click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind."),
@@ -109,9 +111,6 @@ def serve(
     reranker: str | None,
 ) -> None:
     """Run the HTTP sidecar (JSON API, OpenAPI at /openapi.json)."""
-    from ragloom.server.runner import serve as run_server
-    from ragloom.server.settings import ServerSettings
-
     embedder = ctx.obj.get("embedder", "auto")
     settings = ServerSettings.build(
         ctx.obj["index_path"],

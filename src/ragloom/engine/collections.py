@@ -3,14 +3,19 @@ the statistics of every collection, each read from one version of the index."""
 
 from __future__ import annotations
 
+from contextlib import suppress
 from typing import Any
 
 from ragloom.config import CollectionConfig
+from ragloom.dense import dots, topn
 from ragloom.engine.documents import check_collection_name
+from ragloom.engine.embedders import Embedders
 from ragloom.engine.ingest import Ingest
-from ragloom.errors import InputError
+from ragloom.errors import InputError, ModelUnavailable
+from ragloom.lexical import kernels
 from ragloom.retrieval.search_options import SearchOptions
 from ragloom.store.base import Store
+from ragloom.store.records import StoredDocument
 
 
 def configure(ingest: Ingest, collection: str, changes: dict[str, Any]) -> CollectionConfig:
@@ -82,3 +87,34 @@ def index_stats(store: Store, path: Any) -> dict[str, Any]:
     if shards is not None:
         out["shards"] = shards
     return out
+
+
+def warm(store: Store, models: Embedders) -> None:
+    """Load the compiled kernels, and every collection's segments and model, now. A model
+    that cannot be loaded here (one given to another process's library, a mismatch) is left
+    for the searches that need it to report: lexical searches do not."""
+    kernels.available()
+    dots.compiled()
+    topn.compiled()
+    with store.snapshot() as snap:
+        for name in snap.collections():
+            reader = snap.collection(name)
+            with suppress(InputError, ModelUnavailable):
+                models.for_collection(name, reader.info.config.get("embedding"), reader.size() > 0)
+
+
+def pending_vectors(store: Store) -> int:
+    """Chunks waiting for vectors, over every collection."""
+    with store.snapshot() as snap:
+        return sum(snap.collection(name).pending() for name in snap.collections())
+
+
+def documents_page(
+    store: Store, collection: str | None, offset: int, limit: int
+) -> list[StoredDocument]:
+    """A page of stored documents (`offset` and `limit` checked: integers from 0)."""
+    for name, value in (("offset", offset), ("limit", limit)):
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2**63:
+            raise InputError(f"{name} must be a non-negative integer below 2**63")
+    with store.snapshot() as snap:
+        return snap.documents(collection, offset, limit)

@@ -33,7 +33,7 @@ def hits_of(
         chunks = _chunks(snap, [c.row_id for c in candidates])
         hits = hydrate(candidates, chunks, options if options.explain else None)
         if hits:  # a search of a fresh index finds no collection, and nothing to mark
-            mark_pending(hits, candidates, snap.collection(collection))
+            mark_pending(hits, [c.row_id for c in candidates], snap.collection(collection))
         if options.explain and hits:
             tokenizer = analyzer_for(snap.collection(collection).config.tokenizer)
             explain_matches(hits, tokenizer, tokenizer.terms(query))
@@ -44,16 +44,13 @@ def hits_of(
         return hits, sum(hit.tokens or 0 for hit in hits)
 
 
-def mark_pending(
-    hits: Sequence[Hit], candidates: Sequence[Candidate], reader: CollectionReader
-) -> None:
+def mark_pending(hits: Sequence[Hit], rows: Sequence[int], reader: CollectionReader) -> None:
     """Say which hits' chunks still wait for their vector (indexed lexically first, or while
     the embedding service was down): only the lexical leg can find them until then."""
     if not hits or not reader.pending():
         return
-    rows = [c.row_id for c in candidates]
-    vectors = reader.vectors(rows)
-    for hit, vector in zip(hits, vectors):  # one snapshot: every candidate became a hit
+    vectors = reader.vectors(list(rows))
+    for hit, vector in zip(hits, vectors):  # one snapshot: every row became a hit
         if not vector.any():
             hit.pending = True
             if hit.explain is not None:
@@ -145,16 +142,20 @@ def hydrate(
     return hits
 
 
-def plain_hits(snap: Snapshot, answer: PlainAnswer) -> list[Hit]:
+def plain_hits(snap: Snapshot, answer: PlainAnswer, collection: str) -> list[Hit]:
     """The hits of a plain lexical query's top k (`ragloom.engine.plain`): each its chunk
-    from the snapshot, its share of the query's ceiling, its BM25 score and rank."""
+    from the snapshot, its share of the query's ceiling, its BM25 score and rank, and
+    whether its vector is pending."""
     with timed("hydrate"):
         chunks = _chunks(snap, answer.rows)
         found = zip(answer.rows, answer.bm25.tolist(), answer.shares)
-        return [
+        hits = [
             _hit(rank, share, chunks[row], LEXICAL, (rank, bm25, None, None), share)
             for rank, (row, bm25, share) in enumerate(found, 1)
         ]
+        if hits:
+            mark_pending(hits, answer.rows, snap.collection(collection))
+        return hits
 
 
 def _chunks(snap: Snapshot, rows: list[int]) -> dict[int, StoredChunk]:

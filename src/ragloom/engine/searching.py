@@ -98,6 +98,14 @@ class Searcher:
 
         return self.read(ranked)
 
+    def rows(
+        self, query: str, options: SearchOptions, collection: str
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """`rank`'s candidates as arrays: chunk row ids and their scores."""
+        candidates = self.rank(query, options, collection).candidates
+        rows = np.array([c.row_id for c in candidates], np.int64)
+        return rows, np.array([c.score for c in candidates], np.float64)
+
     def search_in(
         self,
         snap: Snapshot,
@@ -113,7 +121,7 @@ class Searcher:
         with timer.running():
             legs, answer = self.open_in(snap, query, options, collection, vectors)
             if answer is not None:
-                result = SearchResult(plain_hits(snap, answer), LEXICAL)
+                result = SearchResult(plain_hits(snap, answer, collection), LEXICAL)
             else:
                 flow, applied = self.flow_in(snap, query, options, collection, vectors, legs)
                 hits, total = hits_of(snap, query, collection, flow.candidates, applied)

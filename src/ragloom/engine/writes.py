@@ -86,7 +86,16 @@ class Writes:
                 self.mirror(report, paths, run.files, collection)
         return report
 
+    def delete_document(self, doc_id: str, collection: str) -> int:
+        """Remove one document (`NotFound` when missing); returns its chunks' count."""
+        with self.profiles.writing():
+            removed = self.ingest.delete(doc_id, collection)
+        if removed:
+            self.profiles.background.schedule()
+        return removed
+
     def delete(self, doc_ids: Sequence[str], collection: str) -> int:
+        """Remove the documents of `doc_ids` that exist; returns how many were."""
         with self.profiles.writing():
             removed = self.ingest.delete_many(list(doc_ids), collection)
         if removed:

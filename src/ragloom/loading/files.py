@@ -9,7 +9,6 @@ and links leading outside are skipped with their reason. Reading goes through
 from __future__ import annotations
 
 import errno
-import fnmatch
 import os
 import stat
 from collections.abc import Iterable, Iterator, Sequence
@@ -24,9 +23,10 @@ from ragloom.loading.converting import Conversion, Known, converted_file, unsupp
 from ragloom.loading.decode import StreamDecoder, looks_binary, sniff_encoding
 from ragloom.loading.ignore import FolderRules
 from ragloom.loading.jsonl import JsonlFields, file_records
-from ragloom.loading.kinds import TABULAR_SUFFIXES, left_out_kind
+from ragloom.loading.kinds import TABULAR_SUFFIXES
 from ragloom.loading.opening import DEFAULT_POLICY, NotRegular, OpenFile, ReadPolicy, kind_of
 from ragloom.loading.parts import part_id, text_parts
+from ragloom.loading.rules import matches, rule_for
 from ragloom.loading.tabular import table_documents
 from ragloom.types import Document
 
@@ -101,34 +101,6 @@ class LoadedFile:
     documents: Iterable[Document] = field(default_factory=list)
     skipped: str | None = None
     unchanged: bool = False  # a converted file the index holds as it is: not converted
-
-
-def _matches(rel: str, patterns: Sequence[str]) -> bool:
-    name = rel.rsplit("/", 1)[-1]
-    return any(
-        fnmatch.fnmatch(rel, p) or fnmatch.fnmatch(name, p) or fnmatch.fnmatch(rel, f"*/{p}")
-        for p in patterns
-    )
-
-
-def rule_for(
-    rel: str, include: Sequence[str], exclude: Sequence[str], rules: FolderRules | None = None
-) -> str | None:
-    """The rule that leaves the file at `rel` (relative to the folder walked) out, or None
-    to take it: a hidden name, a scratch file or a `.gitignore` (`rules`), the globs, then
-    the default rules (`loading.kinds`). The walk and the watcher ask this one function."""
-    filename = rel.rsplit("/", 1)[-1]
-    if filename.startswith("."):
-        return "hidden file"
-    if rules is not None and (reason := rules.skips_file(rel, walked=True)):
-        return reason
-    if include and not _matches(rel, include):
-        return "not matched by --include"
-    if exclude and _matches(rel, exclude):
-        return "matched by --exclude"
-    if not include and (kind := left_out_kind(filename)):
-        return f"{kind} (left out by default)"
-    return None
 
 
 def _root_of(real: Path, roots: Sequence[Path]) -> Path | None:
@@ -217,7 +189,7 @@ class _Discovery:
             self.walk(path, real)
         elif not stat.S_ISREG(info.st_mode):
             self.skip(path, path.parent, f"not a regular file ({kind_of(info.st_mode)})")
-        elif _matches(path.name, self.exclude):
+        elif matches(path.name, self.exclude):
             self.leave_out(path, path.parent, "matched by --exclude")
         elif self.roots:
             self.add_under_root(path, real)

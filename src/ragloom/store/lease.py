@@ -4,11 +4,12 @@ A watcher, or `ragloom index`, holds its index's writer lease while it runs, so 
 never interleave their batches (each would undo the other's mirror of a folder). A second
 one waits up to `wait` seconds, then is refused with `WriterBusy` naming the holder (its
 process, what it runs and since when). The lease dies with its process, kill -9 included:
-an embedded index uses an `flock` on `<index>-writer.lock` (the kernel drops it), a
-PostgreSQL index a session advisory lock (the server drops it with the connection). Within
-one process the lease is shared (re-entrant): a sidecar that watches a folder still indexes
-what `POST /index` asks for. Writes of documents and records (`Index.add`) take no lease;
-several processes may add at once, as before.
+an embedded index uses an `flock` on `.<index>-writer.lock` beside it (the kernel drops it;
+hidden, so a walk of the folder leaves it out), a PostgreSQL index a session advisory lock
+(the server drops it with the connection). Within one process the lease is shared
+(re-entrant): a sidecar that watches a folder still indexes what `POST /index` asks for.
+Writes of documents and records (`Index.add`) take no lease; several processes may add at
+once, as before.
 """
 
 from __future__ import annotations

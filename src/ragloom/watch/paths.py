@@ -15,9 +15,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ragloom.errors import PathNotFound
-from ragloom.loading.files import FoundFile, discover_files, rule_for, shown
+from ragloom.loading.files import FoundFile, discover_files, shown
 from ragloom.loading.ignore import FolderRules
 from ragloom.loading.opening import ReadPolicy
+from ragloom.loading.rules import rule_for
 
 
 @dataclass(frozen=True)

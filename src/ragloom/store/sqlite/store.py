@@ -52,7 +52,7 @@ class SQLiteStore(SQLiteDatabase, Store):
     def writer_lease(self, what: str, wait: float = 0.0) -> contextlib.AbstractContextManager:
         if self.read_only:  # writes are refused anyway
             return contextlib.nullcontext()
-        lock = self.path.with_name(self.path.name + "-writer.lock")
+        lock = self.path.with_name(f".{self.path.name}-writer.lock")  # hidden: never indexed
         return file_lease(str(lock), self.path.name, what, wait)
 
     def written(self, write: SQLiteWrite) -> None:
