@@ -115,7 +115,7 @@ def report_line(report: Any) -> str:
     )
     if report.failed:
         line += f", {len(report.failed)} failed"
-    if getattr(report, "removed", 0):
+    if report.removed:
         line += f", {report.removed} removed (gone from the folder)"
     if report.left_out:
         line += f"; {len(report.left_out)} left out by rules"
