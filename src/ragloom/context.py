@@ -194,7 +194,7 @@ def _touches(group: list[Hit], hit: Hit, document_text: DocumentText) -> bool:
     return not text[gap[0] : gap[1]].strip()
 
 
-def _passage(
+def passage_of(
     number: int, group: Sequence[Hit], label: str | None, start: int, end: int, text: str
 ) -> Passage:
     """The passage of merged hits, with the page(s), slide or cell and section they are on."""
@@ -251,7 +251,7 @@ def pack_context(
             if same in shown:
                 continue
             shown.add(same)
-            passage = _passage(len(passages) + 1, group, label, start, end, text)
+            passage = passage_of(len(passages) + 1, group, label, start, end, text)
             header_cost = count_tokens("\n\n" + passage.header() + "\n")
             label_cost = cost if label and not section_lines else 0
             body_cost = count_tokens(text)

@@ -9,9 +9,8 @@ from typing import Any
 
 from ragloom.context import Passage, count_tokens
 
-_CITED = (
-    "document_id", "collection", "start", "end", "source", "title", "place", "page", "pages",
-)  # fmt: skip
+_PLACE = ("source", "title", "place", "page", "pages", "section")  # None when unknown
+_CITED = ("document_id", "collection", "start", "end", *_PLACE)
 
 
 class Sources:
@@ -23,10 +22,15 @@ class Sources:
         self.passages: list[dict[str, Any]] = []
         self._numbers: dict[tuple[str, str, int, int], int] = {}
         for passage in passages:
-            data = passage.to_dict()
-            data.pop("number")
-            data.pop("label", None)
-            self.add(**data, text=passage.text, found_by="context")
+            self.add_passage(passage, "context")
+
+    def add_passage(self, passage: Passage, found_by: str) -> int:
+        """`add` of a passage of `ragloom.context` (its tokens counted if it was not packed)."""
+        data = passage.to_dict()
+        data.pop("number")
+        data.pop("label", None)
+        data["tokens"] = passage.tokens or count_tokens(passage.text)
+        return self.add(**data, text=passage.text, found_by=found_by)
 
     def add(self, **passage: Any) -> int:
         """The passage's number: its first one if it was given before, else the next."""
@@ -35,6 +39,8 @@ class Sources:
             number = len(self.passages) + 1
             self._numbers[key] = number
             passage.setdefault("truncated", False)
+            for name in _PLACE:
+                passage.setdefault(name, None)
             if "tokens" not in passage:
                 passage["tokens"] = count_tokens(passage["text"])
             self.passages.append({"number": number, **passage})
@@ -50,6 +56,5 @@ class Sources:
         chunk_ids = passage.get("chunk_ids") or []
         cited = {"n": number, "chunk_id": chunk_ids[0] if chunk_ids else None}
         cited.update({name: passage.get(name) for name in _CITED})
-        cited["section"] = passage.get("section")
         cited["chunk_ids"] = chunk_ids
         return cited

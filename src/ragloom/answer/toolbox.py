@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ragloom.answer.sources import Sources
-from ragloom.context import locate
+from ragloom.context import passage_of
 from ragloom.tools import SCHEMAS, Toolbox
 
 OFFERED = ("search", "get_document")
@@ -29,22 +29,8 @@ class AnswerToolbox(Toolbox):
         return super().call(name, arguments)
 
     def result(self, rank: int, hit: Any) -> dict[str, Any]:
-        page, pages, section = locate([hit])
-        number = self.sources.add(
-            collection=hit.collection,
-            document_id=hit.document_id,
-            chunk_ids=[hit.chunk_id],
-            start=hit.start,
-            end=hit.end,
-            source=hit.source,
-            title=hit.title,
-            place=hit.place,
-            page=page,
-            pages=pages,
-            section=section,
-            text=hit.text,
-            found_by="search",
-        )
+        passage = passage_of(0, [hit], None, hit.start, hit.end, hit.text)
+        number = self.sources.add_passage(passage, "search")
         return {"number": number, **super().result(rank, hit)}
 
     def get_document(
@@ -61,12 +47,6 @@ class AnswerToolbox(Toolbox):
             chunk_ids=[],
             start=found["start"],
             end=found["end"],
-            source=None,
-            title=None,
-            place=None,
-            page=None,
-            pages=None,
-            section=None,
             text=found["text"],
             found_by="get_document",
         )

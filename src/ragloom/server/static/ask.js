@@ -82,15 +82,8 @@ function renderAskResult(result) {
 }
 
 async function runAsk(event) {
-  if (event) event.preventDefault();
-  clearMessage();
-  let request;
-  try {
-    request = buildRequest();
-  } catch (error) {
-    showError(error);
-    return;
-  }
+  const request = startRequest(event);
+  if (!request) return;
   delete request.query;
   delete request.explain;
   delete request.tokens;

@@ -206,16 +206,21 @@ function buildRequest() {
   return request;
 }
 
-async function runSearch(event) {
+// A form's request from the page's controls, or null after saying why there is none.
+function startRequest(event) {
   if (event) event.preventDefault();
   clearMessage();
-  let request;
   try {
-    request = buildRequest();
+    return buildRequest();
   } catch (error) {
     showError(error);
-    return;
+    return null;
   }
+}
+
+async function runSearch(event) {
+  const request = startRequest(event);
+  if (!request) return;
   $("search-button").disabled = true;
   try {
     const answer = await api("POST", "/query", request);
