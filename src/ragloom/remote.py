@@ -13,11 +13,12 @@ timeouts again, so a search with a dead service answers (degraded) immediately.
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, fields, replace
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
 from ragloom.errors import InputError, RagloomError
@@ -328,3 +329,45 @@ class RemoteService:
     def close(self) -> None:
         """Close the connection pool."""
         self._client.close()
+
+
+class ServiceClient:
+    """A model served over HTTP (a chat model, a reranker): its `provider:model` name, one
+    `RemoteService` for its calls and a count of the requests made.
+
+    A subclass names its `provider`, the `path` it posts to, its error classes (`offline`,
+    `failed`), the service in messages (`what`), its `default_timeouts` and the environment
+    variables a missing `api_key` is read from (`key_vars`, the first one set wins).
+    """
+
+    provider: ClassVar[str] = ""
+    path: ClassVar[str] = ""
+    offline: ClassVar[type[RagloomError]]
+    failed: ClassVar[type[RagloomError]]
+    what: ClassVar[str]
+    default_timeouts: ClassVar[Timeouts]
+    key_vars: ClassVar[tuple[str, ...]] = ()
+
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        api_key: str | None = None,
+        timeouts: Timeouts | None = None,
+    ) -> None:
+        if api_key is None:
+            api_key = next((os.environ[v] for v in self.key_vars if os.environ.get(v)), None)
+        self.model = model
+        self.name = f"{self.provider}:{model}"
+        self.service = RemoteService(
+            base_url,
+            self.offline,
+            self.failed,
+            self.what,
+            timeouts or self.default_timeouts,
+            bearer(api_key),
+        )
+        self.calls = 0  # requests made (tests and benchmarks check that none were made)
+
+    def close(self) -> None:
+        self.service.close()

@@ -20,9 +20,8 @@ from ragloom.llm.stream import (
 )
 from ragloom.remote import (
     TIMEOUT_OPTIONS,
-    RemoteService,
+    ServiceClient,
     Timeouts,
-    bearer,
     parse_service_spec,
     without_v1,
 )
@@ -62,27 +61,11 @@ class StreamingLLM(LLM, Protocol):
         ...
 
 
-class ChatLLM(ABC):
+class ChatLLM(ServiceClient, ABC):
     """Shared transport of the HTTP chat clients."""
 
-    provider = ""
-    path = ""
-
-    def __init__(
-        self,
-        base_url: str,
-        model: str,
-        api_key: str | None = None,
-        timeouts: Timeouts | None = None,
-    ) -> None:
-        self.model = model
-        self.name = f"{self.provider}:{model}"
-        timeouts = timeouts or DEFAULT_TIMEOUTS
-        what = "the LLM service"
-        self.service = RemoteService(
-            base_url, LLMOffline, LLMFailed, what, timeouts, bearer(api_key)
-        )
-        self.calls = 0  # requests made (tests and benchmarks check that none were made)
+    offline, failed, what = LLMOffline, LLMFailed, "the LLM service"
+    default_timeouts = DEFAULT_TIMEOUTS
 
     @abstractmethod
     def _payload(self, messages: Sequence[Message], max_tokens: int | None) -> dict[str, Any]:
@@ -125,19 +108,15 @@ class ChatLLM(ABC):
             raise TypeError("the reply has no text content")
         return content
 
-    def close(self) -> None:
-        self.service.close()
-
 
 class OpenAIChat(ChatLLM):
     """OpenAI-compatible `POST {base}/v1/chat/completions` (llama.cpp, vLLM, LM Studio, ...)."""
 
     provider = "openai"
     path = "/v1/chat/completions"
+    key_vars = (API_KEY_VAR, "OPENAI_API_KEY")
 
     def __init__(self, base_url: str, model: str, api_key: str | None = None, **kw: Any) -> None:
-        if api_key is None:
-            api_key = os.environ.get(API_KEY_VAR) or os.environ.get("OPENAI_API_KEY")
         super().__init__(without_v1(base_url), model, api_key, **kw)
 
     def _payload(self, messages: Sequence[Message], max_tokens: int | None) -> dict[str, Any]:
@@ -158,11 +137,7 @@ class OllamaChat(ChatLLM):
 
     provider = "ollama"
     path = "/api/chat"
-
-    def __init__(self, base_url: str, model: str, api_key: str | None = None, **kw: Any) -> None:
-        if api_key is None:
-            api_key = os.environ.get(API_KEY_VAR)
-        super().__init__(base_url, model, api_key, **kw)
+    key_vars = (API_KEY_VAR,)
 
     def _payload(self, messages: Sequence[Message], max_tokens: int | None) -> dict[str, Any]:
         options: dict[str, Any] = {"temperature": 0}

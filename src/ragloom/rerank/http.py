@@ -9,12 +9,11 @@ is served by Cohere, Jina, vLLM and Infinity; text-embeddings-inference answers
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Sequence
 from typing import Any
 
 from ragloom.errors import RerankFailed, RerankOffline
-from ragloom.remote import RemoteService, Timeouts, bearer, without_v1
+from ragloom.remote import ServiceClient, Timeouts, without_v1
 
 API_KEY_VAR = "RAGLOOM_RERANK_API_KEY"
 DEFAULT_TIMEOUTS = Timeouts(connect=2.0, read=10.0)
@@ -44,26 +43,12 @@ def _scores(items: Any, count: int, score_key: str) -> list[float]:
     return [float(s) for s in scores]  # type: ignore[arg-type]
 
 
-class HttpReranker:
+class HttpReranker(ServiceClient):
     """Shared transport of the rerank services."""
 
-    path = ""
-    provider = ""
-
-    def __init__(
-        self,
-        base_url: str,
-        model: str,
-        api_key: str | None = None,
-        timeouts: Timeouts | None = None,
-    ) -> None:
-        self.model = model
-        self.name = f"{self.provider}:{model}"
-        key = api_key if api_key is not None else os.environ.get(API_KEY_VAR)
-        timeouts = timeouts or DEFAULT_TIMEOUTS
-        offline, failed, what = RerankOffline, RerankFailed, "the rerank service"
-        self.service = RemoteService(base_url, offline, failed, what, timeouts, bearer(key))
-        self.calls = 0
+    offline, failed, what = RerankOffline, RerankFailed, "the rerank service"
+    default_timeouts = DEFAULT_TIMEOUTS
+    key_vars = (API_KEY_VAR,)
 
     def _payload(self, query: str, documents: Sequence[str]) -> dict[str, Any]:
         raise NotImplementedError
@@ -80,9 +65,6 @@ class HttpReranker:
         return self.service.post_json(
             self.path, self._payload(query, documents), lambda body: self._parse(body, count)
         )
-
-    def close(self) -> None:
-        self.service.close()
 
 
 class CohereReranker(HttpReranker):
