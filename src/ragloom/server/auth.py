@@ -6,6 +6,7 @@ import hmac
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from ragloom.server.middleware import HttpMiddleware
 from ragloom.server.responses import error_response
 
 OPEN_PATHS = frozenset({"/health"})
@@ -25,11 +26,11 @@ def token_matches(header: bytes, token: bytes) -> bool:
     return hmac.compare_digest(credentials.strip(), token) and ok_scheme
 
 
-class BearerAuth:
+class BearerAuth(HttpMiddleware):
     """Answer 401 unless `Authorization: Bearer <token>` matches (compared in constant time)."""
 
     def __init__(self, app: ASGIApp, token: str, open_paths: frozenset[str] = OPEN_PATHS) -> None:
-        self.app = app
+        super().__init__(app)
         self.token = token.encode("utf-8")
         self.open_paths = open_paths
 
@@ -41,12 +42,7 @@ class BearerAuth:
                 header = value
         return token_matches(header, self.token)
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        # Lifespan (and any other non-HTTP) scopes carry no path and no headers: they pass
-        # untouched, or the app's startup (warm-up, vector backfill) and shutdown never run.
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
+    async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
         path = scope["path"]
         if path in self.open_paths or _inspector_asset(path) or self.authorized(scope):
             await self.app(scope, receive, send)

@@ -10,11 +10,12 @@ from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException
 from starlette.responses import Response
 from starlette.routing import Match
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import Message, Receive, Scope, Send
 
 from ragloom.errors import RagloomError
 from ragloom.server import validation
 from ragloom.server.errors import status_for
+from ragloom.server.middleware import HttpMiddleware
 from ragloom.server.responses import error_response
 
 log = logging.getLogger("uvicorn.error")  # the server's error log, formatted by uvicorn
@@ -111,20 +112,14 @@ async def on_unexpected(request: Request, exc: Exception) -> Response:
     return _internal_error()
 
 
-class CatchAll:
+class CatchAll(HttpMiddleware):
     """Turn an unexpected exception into a logged, generic 500 that keeps the connection usable.
 
     (Starlette's own last-resort handler re-raises to the server, which then drops the
     keep-alive connection and makes a client's next request fail.)
     """
 
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
+    async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
         started = False
 
         async def tracking_send(message: Message) -> None:

@@ -13,6 +13,7 @@ from collections.abc import Iterable
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from ragloom.server.middleware import HttpMiddleware
 from ragloom.server.responses import error_response
 
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
@@ -50,11 +51,11 @@ def allowed_names(bound: str, extra: Iterable[str] = ()) -> frozenset[str]:
     return frozenset(names)
 
 
-class HostCheck:
+class HostCheck(HttpMiddleware):
     """Answer 421 to any request whose `Host` is not an accepted name."""
 
     def __init__(self, app: ASGIApp, names: frozenset[str]) -> None:
-        self.app = app
+        super().__init__(app)
         self.names = names
         self.any = "*" in names
 
@@ -66,10 +67,7 @@ class HostCheck:
         name = host_name(raw)
         return (self.any or name in self.names) and name is not None, raw
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
+    async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
         ok, raw = self.accepts(scope)
         if ok:
             await self.app(scope, receive, send)

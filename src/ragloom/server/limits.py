@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from ragloom.server.middleware import HttpMiddleware
 from ragloom.server.responses import error_response
 
 
-class BodyLimit:
+class BodyLimit(HttpMiddleware):
     """Answer 413 when a body exceeds `max_body` bytes, before the app sees any of it.
 
     A `Content-Length` over the limit is refused without reading; a body without one
@@ -15,13 +16,10 @@ class BodyLimit:
     """
 
     def __init__(self, app: ASGIApp, max_body: int) -> None:
-        self.app = app
+        super().__init__(app)
         self.max_body = max_body
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
+    async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
         declared = None
         for name, value in scope.get("headers", ()):
             if name == b"content-length":

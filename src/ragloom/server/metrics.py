@@ -18,6 +18,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from ragloom.errors import RagloomError, StoreError
 from ragloom.observe import on_embedding_failure
 from ragloom.server.holder import IndexHolder
+from ragloom.server.middleware import HttpMiddleware
 from ragloom.timing import STAGES
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
@@ -122,18 +123,15 @@ class ServerMetrics:
             self._unsubscribe = None
 
 
-class RequestMetrics:
+class RequestMetrics(HttpMiddleware):
     """ASGI middleware counting every HTTP request and timing it, by route template (so
     `/documents/{doc_id}` is one series however many ids are asked for)."""
 
     def __init__(self, app: ASGIApp, metrics: ServerMetrics) -> None:
-        self.app = app
+        super().__init__(app)
         self.metrics = metrics
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
+    async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
         status = 500
         started = time.perf_counter()
 
