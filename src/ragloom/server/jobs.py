@@ -17,6 +17,7 @@ from typing import TypeVar
 
 from ragloom.errors import IndexTimeout
 from ragloom.loading import StopSignal
+from ragloom.server.worker import settle
 
 T = TypeVar("T")
 GRACE = 2.0  # seconds a stopped job gets to wind down and report
@@ -50,7 +51,7 @@ class IndexJobs:
                 except BaseException as exc:  # handed to the waiting request
                     outcome = (None, exc)
                 with suppress(RuntimeError):  # the loop closed: nobody is waiting any more
-                    loop.call_soon_threadsafe(_settle, future, *outcome)
+                    loop.call_soon_threadsafe(settle, future, *outcome)
 
             threading.Thread(target=work, name="ragloom-index", daemon=True).start()
             try:
@@ -74,12 +75,3 @@ class IndexJobs:
         self._closing = True
         for stop in list(self._running):
             stop.stop(reason)
-
-
-def _settle(future: asyncio.Future, value: object, error: BaseException | None) -> None:
-    if future.cancelled():
-        return
-    if error is not None:
-        future.set_exception(error)
-    else:
-        future.set_result(value)

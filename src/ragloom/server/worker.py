@@ -21,15 +21,21 @@ _Job = tuple[asyncio.AbstractEventLoop, asyncio.Future, Callable[[], Any]]
 _Outcome = tuple[asyncio.Future, Any, BaseException | None]
 
 
+def settle(future: asyncio.Future, value: object, error: BaseException | None) -> None:
+    """Runs on the loop: resolve a waiting request with its result or its error (unless it
+    was cancelled meanwhile)."""
+    if future.cancelled():
+        return
+    if error is not None:
+        future.set_exception(error)
+    else:
+        future.set_result(value)
+
+
 def _deliver(outcomes: list[_Outcome]) -> None:
-    """Runs on the loop: resolve each waiting request (skipping ones already cancelled)."""
-    for future, value, error in outcomes:
-        if future.cancelled():
-            continue
-        if error is not None:
-            future.set_exception(error)
-        else:
-            future.set_result(value)
+    """Runs on the loop: resolve each waiting request of a batch."""
+    for outcome in outcomes:
+        settle(*outcome)
 
 
 class BatchWorker:
