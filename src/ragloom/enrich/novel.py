@@ -82,28 +82,35 @@ class CharacterEnricher:
         return json.dumps(self.matcher.cast, sort_keys=True)
 
 
-class SceneTypeEnricher:
+class _TextEnricher:
+    """An enricher whose one field, `name`, is `rule` of the chunk's text alone; `version`
+    names the rule's revision, so a new one re-enriches documents."""
+
+    name: ClassVar[str]
+    rule: ClassVar[staticmethod[[str], Any]]
+    version: ClassVar[str]
+
+    def __call__(self, document: Document, span: ChunkSpan) -> dict[str, Any]:
+        return {self.name: self.rule(span.text)}
+
+    def fingerprint(self) -> str:
+        return self.version
+
+
+class SceneTypeEnricher(_TextEnricher):
     """`scene_type`: dialogue, action, description, introspection, flashback or revelation."""
 
-    name: ClassVar[str] = "scene_type"
-
-    def __call__(self, document: Document, span: ChunkSpan) -> dict[str, Any]:
-        return {"scene_type": scene_type(span.text)}
-
-    def fingerprint(self) -> str:
-        return f"lexicon-{LEXICON_VERSION}"
+    name = "scene_type"
+    rule = staticmethod(scene_type)
+    version = f"lexicon-{LEXICON_VERSION}"
 
 
-class ToneEnricher:
+class ToneEnricher(_TextEnricher):
     """`tone`: tense, sad, happy, angry, mysterious, romantic (or neutral)."""
 
-    name: ClassVar[str] = "tone"
-
-    def __call__(self, document: Document, span: ChunkSpan) -> dict[str, Any]:
-        return {"tone": tone(span.text)}
-
-    def fingerprint(self) -> str:
-        return f"lexicon-{LEXICON_VERSION}"
+    name = "tone"
+    rule = staticmethod(tone)
+    version = f"lexicon-{LEXICON_VERSION}"
 
 
 class ImportanceEnricher:
@@ -126,16 +133,12 @@ class ImportanceEnricher:
         return f"lexicon-{LEXICON_VERSION} base-{self.base} {cast}"
 
 
-class KeyEventEnricher:
+class KeyEventEnricher(_TextEnricher):
     """`key_events`: phrases like "Marcus died" or "the bridge exploded"."""
 
-    name: ClassVar[str] = "key_events"
-
-    def __call__(self, document: Document, span: ChunkSpan) -> dict[str, Any]:
-        return {"key_events": key_events(span.text)}
-
-    def fingerprint(self) -> str:
-        return "patterns-1"
+    name = "key_events"
+    rule = staticmethod(key_events)
+    version = "patterns-1"
 
 
 def novel_enrichers(
