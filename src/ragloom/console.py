@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -18,6 +18,7 @@ from rich.progress import (
     TimeElapsedColumn,
     TimeRemainingColumn,
 )
+from rich.table import Table
 from rich.text import Text
 
 from ragloom.embedding.progress import EmbeddingMeter, measure_embedding
@@ -132,3 +133,16 @@ def report_line(report: Any) -> str:
 
 def print_json(data: Any) -> None:
     click.echo(json.dumps(data, ensure_ascii=False, indent=2))
+
+
+def print_table(
+    title: str, columns: Sequence[str], rows: Iterable[Sequence[str]], figures: bool = False
+) -> None:
+    """Print a table of text cells; `figures`: every column after the first holds numbers,
+    aligned right."""
+    table = Table(title=title)
+    for n, column in enumerate(columns):
+        table.add_column(column, justify="right" if figures and n else "left")
+    for row in rows:
+        table.add_row(*row)
+    out.print(table)

@@ -7,11 +7,39 @@ from typing import Any
 
 import click
 from rich.markup import escape
-from rich.table import Table
 
 from ragloom.cli.common import collection_option, open_index, where_options
-from ragloom.console import out, print_json
+from ragloom.console import out, print_json, print_table
 from ragloom.index import Index
+
+
+def _note(part: dict[str, Any]) -> str:
+    """The note column of a database server or shard: empty, or why it did not answer."""
+    return "" if part["reachable"] else escape(part.get("error", "unreachable"))
+
+
+def _server_row(server: dict[str, Any]) -> tuple[str, ...]:
+    """A database server's row of `stats`: its role and how far it lags behind."""
+    return (
+        server["host"],
+        server.get("role", "-"),
+        str(server.get("lag_bytes", "-")),
+        str(server.get("last_replay_seconds_ago", "-")),
+        _note(server),
+    )
+
+
+def _shard_row(shard: dict[str, Any]) -> tuple[str, ...]:
+    """A shard's row of `stats`: its documents and chunks summed over its collections."""
+    held = shard.get("collections", {}).values()
+    reachable = shard["reachable"]
+    return (
+        str(shard["shard"]),
+        escape(shard["location"]),
+        str(sum(c["documents"] for c in held)) if reachable else "-",
+        str(sum(c["chunks"] for c in held)) if reachable else "-",
+        _note(shard),
+    )
 
 
 @click.command()
@@ -32,52 +60,27 @@ def stats(ctx: click.Context, as_json: bool, list_documents: bool) -> None:
             ]
         print_json({"ok": True, **data})
         return
-    table = Table(title=f"ragloom index {data['path']}")
-    columns = (
-        "collection",
-        "documents",
-        "chunks",
-        "vectors",
-        "pending",
-        "terms",
-        "avg terms/chunk",
+    counts = ("documents", "chunks", "vectors", "pending", "terms")
+    print_table(
+        f"ragloom index {data['path']}",
+        ("collection", *counts, "avg terms/chunk"),
+        (
+            (name, *(str(c[k]) for k in counts), str(c["avg_chunk_terms"]))
+            for name, c in data["collections"].items()
+        ),
     )
-    for column in columns:
-        table.add_column(column)
-    for name, c in data["collections"].items():
-        table.add_row(
-            name,
-            *(str(c[k]) for k in ("documents", "chunks", "vectors", "pending", "terms")),
-            str(c["avg_chunk_terms"]),
-        )
-    out.print(table)
     if "replicas" in data:
-        servers = Table(title="database servers")
-        for column in ("host", "role", "replay lag (bytes)", "last replay (s ago)", "note"):
-            servers.add_column(column)
-        for server in data["replicas"]:
-            servers.add_row(
-                server["host"],
-                server.get("role", "-"),
-                str(server.get("lag_bytes", "-")),
-                str(server.get("last_replay_seconds_ago", "-")),
-                "" if server["reachable"] else escape(server.get("error", "unreachable")),
-            )
-        out.print(servers)
+        print_table(
+            "database servers",
+            ("host", "role", "replay lag (bytes)", "last replay (s ago)", "note"),
+            (_server_row(server) for server in data["replicas"]),
+        )
     if "shards" in data:
-        shards = Table(title="shards")
-        for column in ("shard", "location", "documents", "chunks", "note"):
-            shards.add_column(column)
-        for shard in data["shards"]:
-            held = shard.get("collections", {}).values()
-            shards.add_row(
-                str(shard["shard"]),
-                escape(shard["location"]),
-                str(sum(c["documents"] for c in held)) if shard["reachable"] else "-",
-                str(sum(c["chunks"] for c in held)) if shard["reachable"] else "-",
-                "" if shard["reachable"] else escape(shard.get("error", "unreachable")),
-            )
-        out.print(shards)
+        print_table(
+            "shards",
+            ("shard", "location", "documents", "chunks", "note"),
+            (_shard_row(shard) for shard in data["shards"]),
+        )
     for d in docs:
         out.print(f"{d.collection}  {d.doc_id}  ({d.chunks} chunks)  {d.source or ''}")
 

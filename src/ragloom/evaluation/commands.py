@@ -9,11 +9,10 @@ from pathlib import Path
 from typing import Any
 
 import click
-from rich.table import Table
 
 from ragloom.command_options import embedder_after
 from ragloom.config import CollectionConfig
-from ragloom.console import err, out, print_json, progress
+from ragloom.console import err, out, print_json, print_table, progress
 from ragloom.errors import NotFound
 from ragloom.evaluation.beir import load_beir
 from ragloom.evaluation.leg_cache import LegCache
@@ -99,17 +98,18 @@ def print_suite(result: SuiteResult) -> None:
     """The metrics table of an `eval` run."""
     built = "reused" if result.reused else f"built in {result.build_seconds:.1f} s"
     expanded = f", lexical leg with {result.expand.upper()}" if result.expand else ""
-    table = Table(
-        title=f"{result.dataset}{expanded} ({result.split}, {result.queries} queries, "
-        f"{result.documents} documents; index {built}; {result.total_seconds:.1f} s in all)"
-    )
-    for column in ("setting", "nDCG@10", "Recall@100", "MRR@10", "search ms/query"):
-        table.add_column(column, justify="left" if column == "setting" else "right")
+    rows = []
     for scored in result.scored:
         name = scored.setting.name + (" (default)" if scored.setting.default else "")
         cost = "-" if scored.ms_per_query is None else f"{scored.ms_per_query:.2f}"
-        table.add_row(name, *(_metric(scored.metrics.get(m)) for m in METRICS), cost)
-    out.print(table)
+        rows.append((name, *(_metric(scored.metrics.get(m)) for m in METRICS), cost))
+    print_table(
+        f"{result.dataset}{expanded} ({result.split}, {result.queries} queries, "
+        f"{result.documents} documents; index {built}; {result.total_seconds:.1f} s in all)",
+        ("setting", "nDCG@10", "Recall@100", "MRR@10", "search ms/query"),
+        rows,
+        figures=True,
+    )
 
 
 @click.command("eval")
@@ -176,19 +176,20 @@ def eval_cmd(
 
 
 def print_tune(result: TuneResult, seconds: float) -> None:
-    table = Table(
-        title=f"{result.dataset}: tuned on {result.train_queries} training queries, "
-        f"tested on {result.test_queries} ({result.trials} settings tried in {seconds:.0f} s)"
+    print_table(
+        f"{result.dataset}: tuned on {result.train_queries} training queries, "
+        f"tested on {result.test_queries} ({result.trials} settings tried in {seconds:.0f} s)",
+        ("setting", "train nDCG@10", "test nDCG@10", "test Recall@100", "test MRR@10"),
+        (
+            (
+                row.name,
+                _metric(row.train.get("ndcg@10")),
+                *(_metric(row.test.get(m)) for m in METRICS),
+            )
+            for row in result.rows
+        ),
+        figures=True,
     )
-    for column in ("setting", "train nDCG@10", "test nDCG@10", "test Recall@100", "test MRR@10"):
-        table.add_column(column, justify="left" if column == "setting" else "right")
-    for row in result.rows:
-        table.add_row(
-            row.name,
-            _metric(row.train.get("ndcg@10")),
-            *(_metric(row.test.get(m)) for m in METRICS),
-        )
-    out.print(table)
     out.print(f"chosen: {json.dumps(result.chosen)}", markup=False)
     if result.applied_to:
         out.print(f"written to {result.applied_to}: searches there use it by default")
