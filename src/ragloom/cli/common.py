@@ -1,5 +1,5 @@
 """What the commands share: opening the index, --collection, --index/--embedder after the
-command, sizes, KEY=VALUE pairs."""
+command, sizes (--max-file-size), KEY=VALUE pairs."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import click
 
 from ragloom.command_options import embedder_after, index_after
 from ragloom.index import DEFAULT_COLLECTION, Index
+from ragloom.loading import DEFAULT_MAX_FILE_SIZE
 
 
 def open_index(ctx: click.Context, create: bool = False) -> Index:
@@ -36,6 +37,18 @@ class ByteSize(click.ParamType):
         if size < 0:
             self.fail("a size cannot be negative", param, ctx)
         return int(size)
+
+
+def max_file_size_option(help: str) -> Callable[[Any], Any]:
+    """`--max-file-size`, a `ByteSize` that defaults to the loader's own limit; `help` says
+    which files it bounds (`index` and `serve` both take it)."""
+    return click.option(
+        "--max-file-size",
+        type=ByteSize(),
+        default=str(DEFAULT_MAX_FILE_SIZE // 2**20) + "M",
+        show_default=True,
+        help=help,
+    )
 
 
 def _collection(ctx: click.Context, param: click.Parameter, value: str | None) -> str:

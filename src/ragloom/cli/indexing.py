@@ -9,13 +9,20 @@ from typing import Any
 import click
 from rich.markup import escape
 
-from ragloom.cli.common import ByteSize, collection_option, open_index, pairs, stack, where_options
+from ragloom.cli.common import (
+    collection_option,
+    max_file_size_option,
+    open_index,
+    pairs,
+    stack,
+    where_options,
+)
 from ragloom.cli.watching import watch_folders
 from ragloom.console import err, out, print_json, progress, report_line, steps_progress
 from ragloom.contract.cli import keywords
 from ragloom.contract.cli import options as contract_options
 from ragloom.index import Index, IndexReport
-from ragloom.loading import DEFAULT_MAX_FILE_SIZE, JsonlFields, ReadPolicy
+from ragloom.loading import JsonlFields, ReadPolicy
 
 # The declared indexing options (`ragloom.contract`): a chunk size left out keeps the
 # collection's own.
@@ -60,13 +67,7 @@ INDEX_OPTIONS = stack(
     click.option(
         "--fail-fast", is_flag=True, help="Stop at the first file that cannot be indexed."
     ),
-    click.option(
-        "--max-file-size",
-        type=ByteSize(),
-        default=str(DEFAULT_MAX_FILE_SIZE // 2**20) + "M",
-        show_default=True,
-        help="Largest file read, in bytes or with K/M/G (0: no limit).",
-    ),
+    max_file_size_option("Largest file read, in bytes or with K/M/G (0: no limit)."),
     click.option(
         "--convert-timeout",
         type=click.FloatRange(min=0.1),

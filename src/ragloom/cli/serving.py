@@ -2,14 +2,39 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import click
 
-from ragloom.cli.common import ByteSize, collection_option, open_index, stack, where_options
-from ragloom.loading import DEFAULT_MAX_FILE_SIZE
+from ragloom.cli.common import (
+    collection_option,
+    max_file_size_option,
+    open_index,
+    stack,
+    where_options,
+)
 from ragloom.server.runner import serve as run_server
 from ragloom.server.settings import ServerSettings
+
+
+def _folders(flag: str, dest: str, help: str) -> Callable[[Any], Any]:
+    """A repeatable option naming existing folders, gathered into the parameter `dest`."""
+    return click.option(
+        flag, dest, multiple=True, type=click.Path(exists=True, file_okay=False), help=help
+    )
+
+
+def _seconds(flag: str, default: float, help: str) -> Callable[[Any], Any]:
+    """An option giving a time limit: a positive number of seconds."""
+    return click.option(
+        flag,
+        type=click.FloatRange(min=0, min_open=True),
+        default=default,
+        show_default=True,
+        help=help,
+    )
+
 
 SERVE_OPTIONS = stack(
     click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind."),
@@ -21,19 +46,15 @@ SERVE_OPTIONS = stack(
         type=click.IntRange(0, 65535),
         help="Port (env RAGLOOM_PORT).",
     ),
-    click.option(
+    _folders(
         "--root",
         "roots",
-        multiple=True,
-        type=click.Path(exists=True, file_okay=False),
-        help="Folder whose files POST /index may read (repeatable; none: path indexing off).",
+        "Folder whose files POST /index may read (repeatable; none: path indexing off).",
     ),
-    click.option(
+    _folders(
         "--watch",
         "watched",
-        multiple=True,
-        type=click.Path(exists=True, file_okay=False),
-        help="Folder to keep the index equal to (repeatable; a --root too; docs/watching.md).",
+        "Folder to keep the index equal to (repeatable; a --root too; docs/watching.md).",
     ),
     click.option(
         "--token", envvar="RAGLOOM_TOKEN", help="Bearer token required (env RAGLOOM_TOKEN)."
@@ -57,27 +78,9 @@ SERVE_OPTIONS = stack(
         help="Index files that have other hard links (refused by default: "
         "docs/untrusted-input.md).",
     ),
-    click.option(
-        "--max-file-size",
-        type=ByteSize(),
-        default=str(DEFAULT_MAX_FILE_SIZE // 2**20) + "M",
-        show_default=True,
-        help="Largest file /index reads (0: no limit).",
-    ),
-    click.option(
-        "--read-timeout",
-        type=click.FloatRange(min=0, min_open=True),
-        default=30.0,
-        show_default=True,
-        help="Seconds to read one file.",
-    ),
-    click.option(
-        "--index-timeout",
-        type=click.FloatRange(min=0, min_open=True),
-        default=600.0,
-        show_default=True,
-        help="Seconds one /index request may run before it is stopped.",
-    ),
+    max_file_size_option("Largest file /index reads (0: no limit)."),
+    _seconds("--read-timeout", 30.0, "Seconds to read one file."),
+    _seconds("--index-timeout", 600.0, "Seconds one /index request may run before it is stopped."),
     click.option("--access-log", is_flag=True, help="Log every request."),
     click.option(
         "--rerank",
