@@ -54,6 +54,25 @@ def _chunk(data: str) -> dict[str, Any]:
     return chunk
 
 
+def _take_text(reply: ChatReply, part: Mapping[str, Any]) -> str:
+    """The piece of the answer's text a stream event carries ("" for none), added to `reply`."""
+    text = part.get("content")
+    if not isinstance(text, str):
+        return ""
+    reply.content += text
+    return text
+
+
+def _tool_call(call_id: str | None, index: int, name: str, arguments: str) -> dict[str, Any]:
+    """A finished tool call in OpenAI's shape, whichever protocol brought it (`call_N` when
+    the model gave it no id)."""
+    return {
+        "id": call_id or f"call_{index}",
+        "type": "function",
+        "function": {"name": name, "arguments": arguments},
+    }
+
+
 def openai_events(lines: Iterable[str]) -> Iterator[str | ChatReply]:
     """Text pieces of an OpenAI chat-completions stream as they come, then the `ChatReply`."""
     reply = ChatReply()
@@ -69,9 +88,7 @@ def openai_events(lines: Iterable[str]) -> Iterator[str | ChatReply]:
         chunk = _chunk(data)
         for choice in chunk.get("choices") or ():
             delta = choice.get("delta") or {}
-            text = delta.get("content")
-            if isinstance(text, str) and text:
-                reply.content += text
+            if text := _take_text(reply, delta):
                 yield text
             for piece in delta.get("tool_calls") or ():
                 _add_call_piece(calls, piece)
@@ -98,11 +115,7 @@ def _add_call_piece(calls: dict[int, dict[str, Any]], piece: Any) -> None:
 
 
 def _finished_call(call: dict[str, Any], index: int) -> dict[str, Any]:
-    return {
-        "id": call["id"] or f"call_{index}",
-        "type": "function",
-        "function": {"name": call["name"], "arguments": call["arguments"]},
-    }
+    return _tool_call(call["id"], index, call["name"], call["arguments"])
 
 
 def ollama_events(lines: Iterable[str]) -> Iterator[str | ChatReply]:
@@ -114,9 +127,7 @@ def ollama_events(lines: Iterable[str]) -> Iterator[str | ChatReply]:
             continue
         chunk = _chunk(line)
         message = chunk.get("message") or {}
-        text = message.get("content")
-        if isinstance(text, str) and text:
-            reply.content += text
+        if text := _take_text(reply, message):
             yield text
         for call in message.get("tool_calls") or ():
             reply.tool_calls.append(_ollama_call(call, len(reply.tool_calls)))
@@ -135,11 +146,7 @@ def _ollama_call(call: Any, index: int) -> dict[str, Any]:
         raise StreamBroken(f"a tool call without a function name: {call!r}")
     arguments = function.get("arguments", {})
     text = arguments if isinstance(arguments, str) else json.dumps(arguments)
-    return {
-        "id": call.get("id") or f"call_{index}",
-        "type": "function",
-        "function": {"name": function["name"], "arguments": text},
-    }
+    return _tool_call(call.get("id"), index, function["name"], text)
 
 
 def ollama_messages(messages: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
