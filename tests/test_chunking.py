@@ -7,7 +7,7 @@ import json
 import pytest
 
 from ragloom.chunking import ChunkPolicy, chunk_text
-from ragloom.chunking.sentences import sentence_bounds
+from ragloom.chunking.prose import sentence_bounds
 from ragloom.errors import InputError
 
 MD = "markdown"

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from ragloom.chunking import MODES, ChunkPolicy, breaks, chunk_text, chunker
 from ragloom.chunking.chunker import split_document
-from ragloom.chunking.sentences import sentence_bounds
+from ragloom.chunking.prose import sentence_bounds
 from ragloom.types import ChunkSpan
 
 SETTINGS = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -7,10 +7,14 @@ from typing import Any, NamedTuple
 from ragloom.chunking.breaks import scene_breaks
 from ragloom.chunking.code import chunk_code, language_for
 from ragloom.chunking.policy import ChunkPolicy
-from ragloom.chunking.prose import absorb_short, pack_paragraphs, paragraph_spans
+from ragloom.chunking.prose import (
+    SentenceIndex,
+    absorb_short,
+    pack_paragraphs,
+    paragraph_spans,
+    trim,
+)
 from ragloom.chunking.sections import fold_short_parents, split_sections
-from ragloom.chunking.sentences import SentenceIndex
-from ragloom.chunking.spans import trim
 from ragloom.chunking.structured import split_structured
 from ragloom.types import ChunkSpan, Structure
 

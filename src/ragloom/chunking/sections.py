@@ -6,7 +6,7 @@ from typing import NamedTuple
 
 from ragloom.chunking.breaks import scene_breaks
 from ragloom.chunking.markdown import Mark, markdown_marks
-from ragloom.chunking.spans import trim
+from ragloom.chunking.prose import trim
 
 
 class Section(NamedTuple):

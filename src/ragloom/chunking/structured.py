@@ -15,10 +15,14 @@ from typing import Any
 from ragloom.chunking.code import chunk_code
 from ragloom.chunking.markdown import Mark
 from ragloom.chunking.policy import ChunkPolicy
-from ragloom.chunking.prose import absorb_short, pack_paragraphs, paragraph_spans
+from ragloom.chunking.prose import (
+    SentenceIndex,
+    absorb_short,
+    pack_paragraphs,
+    paragraph_spans,
+    trim,
+)
 from ragloom.chunking.sections import Section, build_sections, fold_short_parents
-from ragloom.chunking.sentences import SentenceIndex
-from ragloom.chunking.spans import trim
 from ragloom.types import ChunkSpan, Structure
 
 HARD_UNITS = ("slide", "cell")

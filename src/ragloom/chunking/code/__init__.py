@@ -21,7 +21,7 @@ from ragloom.chunking.code.languages import (
 from ragloom.chunking.code.lines import line_windows
 from ragloom.chunking.code.offsets import LineIndex
 from ragloom.chunking.code.tree import Node
-from ragloom.chunking.spans import trim
+from ragloom.chunking.prose import trim
 from ragloom.types import ChunkSpan
 
 __all__ = [

@@ -7,7 +7,7 @@ from typing import NamedTuple
 
 from ragloom.chunking.code.lines import split_text
 from ragloom.chunking.code.tree import Node
-from ragloom.chunking.spans import Span, trim
+from ragloom.chunking.prose import Span, trim
 
 _WORD = re.compile(r"\w")
 _MAX_DEPTH = 64  # deeper syntax (long operator chains) is cut by lines and tokens instead

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import re
 
-from ragloom.chunking.sentences import last_word_end, safe_hard_cut
-from ragloom.chunking.spans import Span, trim
+from ragloom.chunking.prose import Span, last_word_end, safe_hard_cut, trim
 
 _LINE = re.compile(r"[^\n]*\n|[^\n]+")
 # A position between a word character and a non-word one (either way round): a token edge.
