@@ -8,7 +8,7 @@ from unittest import mock
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ragloom.chunking import MODES, ChunkPolicy, breaks, chunk_text, chunker
+from ragloom.chunking import MODES, ChunkPolicy, chunk_text, markdown, sections
 from ragloom.chunking.chunker import split_document
 from ragloom.chunking.prose import sentence_bounds
 from ragloom.types import ChunkSpan
@@ -297,7 +297,7 @@ def test_short_prose_shortcut_gives_what_the_general_path_gives(
     shortcut switched off the general path must find the very same spans."""
     policy = ChunkPolicy(max_chars=max_chars, overlap=0, min_chars=min(min_chars, max_chars))
     fast = split_document(text, policy)
-    with mock.patch.object(chunker, "scene_breaks", lambda _text: [(0, 0)]):
+    with mock.patch.object(sections, "scene_breaks", lambda _text: [(0, 0)]):
         general = split_document(text, policy)
     assert fast == general
 
@@ -306,6 +306,6 @@ def test_short_prose_shortcut_gives_what_the_general_path_gives(
 @given(text=st.text(alphabet=st.sampled_from("*-_# \t\nab\u00a0"), max_size=40))
 def test_scene_breaks_of_one_line_match_the_general_scan(text: str):
     """One-line texts skip the line scan; the result must be what the scan finds."""
-    pattern = breaks._BREAK_AFTER_NEWLINE
+    pattern = markdown._BREAK_AFTER_NEWLINE
     scanned = [(m.start(), m.end() - 1) for m in pattern.finditer("\n" + text)]
-    assert breaks.scene_breaks(text) == scanned
+    assert markdown.scene_breaks(text) == scanned
