@@ -11,16 +11,14 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
-from ragloom.chunking.code.assemble import Assembler, Piece
+from ragloom.chunking.code.assemble import Assembler, Piece, line_windows
 from ragloom.chunking.code.languages import (
     CODE_SUFFIXES,
     LANGUAGES,
     language_for,
     language_named,
 )
-from ragloom.chunking.code.lines import line_windows
-from ragloom.chunking.code.offsets import LineIndex
-from ragloom.chunking.code.tree import Node
+from ragloom.chunking.code.tree import LineIndex, Node
 from ragloom.chunking.prose import trim
 from ragloom.types import ChunkSpan
 

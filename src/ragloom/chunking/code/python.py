@@ -6,8 +6,7 @@ import ast
 import re
 from collections.abc import Callable
 
-from ragloom.chunking.code.offsets import ByteOffsets
-from ragloom.chunking.code.tree import Node
+from ragloom.chunking.code.tree import ByteOffsets, Node
 
 _BYTE_LINE_BREAK = re.compile(rb"\r\n|\r|\n")
 _DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)

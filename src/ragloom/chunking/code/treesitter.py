@@ -9,8 +9,7 @@ from functools import cache
 from typing import Any
 
 from ragloom.chunking.code.grammars import GRAMMARS, TYPE_KINDS, Grammar, TSNode
-from ragloom.chunking.code.offsets import ByteOffsets
-from ragloom.chunking.code.tree import Node
+from ragloom.chunking.code.tree import ByteOffsets, Node
 
 
 class GrammarMissing(Exception):
