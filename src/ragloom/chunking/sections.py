@@ -148,7 +148,7 @@ def split_sections(
     # A document shorter than min_chars is not a fragment: keep all of it.
     min_chars = policy.min_chars if end - start >= policy.min_chars else 0
     marks, fences = _marks(text, structure, policy.mode)
-    sentences = SentenceIndex(text)
+    sentences: SentenceIndex | None = None  # one sentence scan, made for the first split
     found: list[Found] = []
     for section in fold_short_parents(build_sections(text, marks), min_chars):
         if _code_cell(structure, section):
@@ -160,6 +160,7 @@ def split_sections(
         elif policy.max_chars == 0 or section.end - section.start <= policy.max_chars:
             found.append((section.start, section.end, section.headings, {}))  # fits whole
         else:
+            sentences = sentences or SentenceIndex(text)
             paragraphs = paragraph_spans(text, section.start, section.end, fences)
             pieces = pack_paragraphs(
                 text, paragraphs, policy.max_chars, policy.overlap, min_chars, sentences
