@@ -159,6 +159,32 @@ def test_filters_and_selective_filters_keep_exact_results() -> None:
             assert all(eligible[seg.row_index(np.array([r]))[0]] for r in fast[0].tolist())
 
 
+def test_a_selective_filter_builds_whole_term_weights_only_for_a_term_met_again() -> None:
+    """Right after open, a filter that allows few chunks scores them from the postings at
+    those chunks: a term's whole weights (and what derives from them) are built only when it
+    is met again, and both answers equal scoring every match, bit for bit."""
+    rng = np.random.default_rng(5)
+    seg = _segments(rng, [20_000], vocab=2000)[0]
+    eligible = rng.random(seg.n) < 0.002
+    listed = np.flatnonzero(eligible)
+    target = Target(seg, eligible, filtered=True, allowed=len(listed), listed=listed)
+    terms = [0, 1, 5, 0]  # very common, common, rarer; a repeat counts twice
+    stats, _ = _stats([Target(seg, None)], terms)
+    params = BM25Params()
+
+    def built() -> set:
+        return {key[:2] for key in seg.cache if key[0] in ("w", "facts")}
+
+    first = search([target], terms, 10, stats, params)
+    assert built() == set()  # weighed at the listed chunks only
+    again = search([target], terms, 10, stats, params)
+    assert built() == {(tag, t) for tag in ("w", "facts") for t in set(terms)}
+    slow = search([target], terms, 10, stats, params, prune=False)
+    for fast in (first, again):
+        assert fast[0].tolist() == slow[0].tolist() and len(fast[0]) == 10
+        assert fast[1].tolist() == slow[1].tolist()  # exact, not approximate
+
+
 def test_merging_segments_changes_no_score() -> None:
     rng = np.random.default_rng(11)
     segments = _segments(rng, [900, 700, 50], vocab=500)

@@ -136,3 +136,22 @@ def term_facts(segment: Segment, stats: Stats, params: BM25Params, term: int) ->
         )
         segment.cache[key] = facts
     return facts
+
+
+def known_facts(segment: Segment, stats: Stats, params: BM25Params, term: int) -> TermFacts | None:
+    """A term's `TermFacts` if they are cached or the term was met before under these
+    statistics (they are built then), else None, the term marked as met: a caller that needs
+    the weights at a few chunks reads those from the postings on a term's first use instead
+    of building all of them (a selective filter right after open), and the second use pays
+    once for the whole weights every later query reads."""
+    key = _key("facts", term, stats, params)
+    facts = segment.cache.get(key)
+    if facts is not None:
+        return facts
+    seen = ("seen", *key[1:])
+    if seen in segment.cache:
+        return term_facts(segment, stats, params, term)
+    if len(segment.cache) >= CACHE_LIMIT:
+        segment.cache.clear()
+    segment.cache[seen] = True
+    return None

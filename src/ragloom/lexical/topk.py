@@ -23,7 +23,7 @@ import numpy as np
 
 from ragloom.lexical import kernels
 from ragloom.lexical.bm25 import BM25Params, bm25_weights
-from ragloom.lexical.term_weights import Stats, term_facts, term_weights
+from ragloom.lexical.term_weights import Stats, known_facts, term_facts, term_weights
 from ragloom.segments.segment import BLOCK, Segment
 
 SMALL_SEGMENT = 16384  # below this many chunks, scoring everything is cheaper than pruning
@@ -80,11 +80,21 @@ def _score_docs(
 ) -> np.ndarray:
     """Exact scores of the given chunks (ascending chunk numbers), summed in query order. A
     very common term's weights by chunk number are read at the chunks (one read each, 0.0
-    where absent adds nothing) instead of bisecting its long postings once a chunk."""
+    where absent adds nothing) instead of bisecting its long postings once a chunk; a term
+    met for the first time is weighed at the chunks from its postings (`known_facts`)."""
     scores = np.zeros(len(docs), np.float64)
     keys = docs.astype(np.int64)  # the cached postings' dtype: no copy to compare
+    known = {term: known_facts(segment, stats, params, term) for term in dict.fromkeys(terms)}
+    first_use: dict[int, tuple[np.ndarray, np.ndarray]] = {}
     for term in terms:
-        facts = term_facts(segment, stats, params, term)
+        facts = known[term]
+        if facts is None:
+            if term not in first_use:  # a repeated query word is weighed once
+                first_use[term] = _weights_at(segment, keys, term, stats, params)
+            hit, weights = first_use[term]
+            if len(weights):
+                scores[hit] += weights
+            continue
         if facts.dense is not None:
             scores += facts.dense[docs]
             continue
@@ -97,6 +107,25 @@ def _score_docs(
         if hit.any():
             scores[hit] += weights[pos_c[hit]]
     return scores
+
+
+def _weights_at(
+    segment: Segment, keys: np.ndarray, term: int, stats: Stats, params: BM25Params
+) -> tuple[np.ndarray, np.ndarray]:
+    """(which of the chunks hold the term, its BM25 weights there): read from the postings at
+    those chunks only, with the arithmetic of the cached weights (the same bits)."""
+    postings, tfs = segment.postings(term)
+    if not len(postings) or not len(keys):
+        return np.zeros(len(keys), bool), np.zeros(0, np.float64)
+    # The keys in the postings' own dtype: a mismatch makes numpy copy (and read) them all.
+    pos = np.minimum(postings.searchsorted(keys.astype(postings.dtype)), len(postings) - 1)
+    hit = postings[pos] == keys
+    at = pos[hit]
+    lengths = segment.lengths[keys[hit]]
+    weights = bm25_weights(
+        tfs[at].astype(np.float64), lengths, stats.idf[term], stats.avgdl, params
+    )
+    return hit, weights
 
 
 def _block_bounds(
@@ -267,8 +296,8 @@ def _selective(
     n = target.segment.n
     if target.allowed is not None and target.allowed >= -(-n // 4):
         return False  # (enough below is at most n / 4: no term is in more than n chunks)
-    segment = target.segment  # (each term's postings count from its cached facts)
-    work = sum(len(term_facts(segment, stats, params, t).docs) for t in set(terms))
+    segment = target.segment  # (postings counted from the offsets: no weights built)
+    work = sum(segment.df(t) for t in set(terms))
     enough = -(-work // (4 * max(len(terms), 1)))  # eligible chunks from which to score postings
     if enough <= 0:
         return False
