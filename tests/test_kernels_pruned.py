@@ -320,3 +320,28 @@ def test_maxscore_is_tried_only_for_postings_mostly_read_by_chunk_number(monkeyp
         want = search([Target(segment, None)], terms, 10, stats, BM25Params(), prune=False)
         assert got[0].tolist() == want[0].tolist() and got[1].tolist() == want[1].tolist()
         assert shares == [topk.MAXSCORE_SHARE if tried else 0], (terms, tried)
+
+
+@pytest.mark.parametrize("k1,b", [(0.9, 0.4), (1.2, 0.75), (2.0, 0.0), (0.0, 1.0), (1.5, 1.0)])
+def test_compiled_weights_equal_numpys_to_the_last_bit(k1: float, b: float) -> None:
+    """A term's weights from the compiled pass (one pass, the segment's length norms read by
+    chunk) are `bm25_weights`' own, bit for bit, on a varied segment."""
+    from ragloom.lexical.bm25 import bm25_weights
+    from ragloom.lexical.term_weights import length_norms
+
+    rng = np.random.default_rng(int(k1 * 10 + b * 100))
+    segment = _segment(rng, 3000, vocab=400)
+    params = BM25Params(k1=k1, b=b)
+    stats = Stats({t: bm25_idf(segment.df(t), segment.n) for t in range(400)}, 23.7)
+    for term in range(0, 400, 7):
+        docs, tfs = segment.postings(term)
+        if not len(docs):
+            continue
+        numpy_weights = bm25_weights(
+            tfs.astype(np.float64), segment.lengths[docs], stats.idf[term], stats.avgdl, params
+        )
+        norm = length_norms(segment, stats, params)
+        compiled = kernels.weigh(docs, tfs, norm, stats.idf[term], k1)
+        assert compiled.tobytes() == numpy_weights.tobytes()
+        cached = term_weights(segment, stats, params, term)[1]  # what every search reads
+        assert cached.tobytes() == numpy_weights.tobytes()

@@ -47,14 +47,34 @@ def term_weights(
     if not len(docs):
         weights = np.zeros(0, np.float64)
     else:
-        lengths = segment.lengths[docs]
-        weights = bm25_weights(
-            tfs.astype(np.float64), lengths, stats.idf[term], stats.avgdl, params
-        )
+        if kernels.ready():  # one compiled pass; else numpy's: the same arithmetic and bits
+            norm = length_norms(segment, stats, params)
+            weights = kernels.weigh(docs, tfs, norm, stats.idf[term], params.k1)
+        else:
+            lengths = segment.lengths[docs]
+            weights = bm25_weights(
+                tfs.astype(np.float64), lengths, stats.idf[term], stats.avgdl, params
+            )
     if len(segment.cache) >= CACHE_LIMIT:
         segment.cache.clear()
     segment.cache[key] = (docs, weights)
     return docs, weights
+
+
+def length_norms(segment: Segment, stats: Stats, params: BM25Params) -> np.ndarray:
+    """k1*(1-b+b*len/avgdl) of every chunk of the segment, as `bm25_weights` computes it (so
+    a weight read from it has the same bits): every term's weights then read one value a
+    posting instead of recomputing it. One array a segment is kept, for the latest average
+    length and parameters (each write changes the average: none piles up)."""
+    wanted = (params.k1, params.b, stats.avgdl)
+    held = segment.cache.get("norm")
+    if held is None or held[0] != wanted:
+        k1, b = params.k1, params.b
+        held = segment.cache["norm"] = (
+            wanted,
+            k1 * (1.0 - b + b * (segment.lengths / stats.avgdl)),
+        )
+    return held[1]
 
 
 def _beside(
