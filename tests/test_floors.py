@@ -12,7 +12,8 @@ from ragloom import Document, Index
 from ragloom.embedding import floors
 from ragloom.embedding.floors import dense_floor_of, floor_for, model_floor
 from ragloom.embedding.local import LocalEmbedder
-from ragloom.retrieval.ranking import LegAnswers, plan_legs, rank_answers
+from ragloom.engine.legs import plan_legs
+from ragloom.retrieval.ranking import LegAnswers, rank_answers
 from ragloom.retrieval.search_options import SearchOptions
 
 LEXICAL_ROWS = np.array([1, 2], np.int64)

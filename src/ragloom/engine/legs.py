@@ -2,11 +2,13 @@
 the lexical leg (BM25, or BM25 with RM3 feedback when PRF is on) and the dense leg (the query
 embedded once per model), each a query in the leg's own form (terms, a vector) asked of the
 collection's reader, which answers with row ids and scores (`ragloom.store.base`). `Legs`
-holds values only (the reader, the analyzer, the model, the settings); what runs is here,
-and what the answers become (fusion, the controls) is `ragloom.retrieval.ranking`'s."""
+holds values only (the reader, the analyzer, the model, the settings); which legs run and how
+deep (`plan_legs`, `tie_depth`) and what runs them is here, and what the answers become
+(fusion, the controls) is `ragloom.retrieval.ranking`'s."""
 
 from __future__ import annotations
 
+import unicodedata
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -14,25 +16,25 @@ from typing import Any
 
 import numpy as np
 
+from ragloom.contract.options import MAX_TOP_K
 from ragloom.embedding import Embedder
 from ragloom.embedding.floors import dense_floor_of
 from ragloom.engine.beside import Beside
 from ragloom.engine.embedders import Embedders, QueryVectors
 from ragloom.engine.services import SearchServices
-from ragloom.errors import EmbeddingError, FilterTypeMismatch, NotFound, ShardUnavailable
+from ragloom.errors import EmbeddingError, FilterTypeMismatch, NeedsVectors, NotFound, worded
 from ragloom.expansion.rm3 import rm3_query
 from ragloom.filters import COMPARISONS, FilterNode, leaves, mistyped
 from ragloom.lexical import BM25Params, bm25_ceiling, bm25_idf
 from ragloom.retrieval.adaptive import Ranked
+from ragloom.retrieval.pipeline import tie_score
 from ragloom.retrieval.ranking import (
     LegAnswers,
     LegPlan,
     Ranking,
     needs_metadata,
     needs_vectors,
-    plan_legs,
     rank_answers,
-    tie_depth,
 )
 from ragloom.retrieval.search_options import SearchOptions
 from ragloom.store.base import CollectionReader, DenseQuery, LexicalQuery, Snapshot
@@ -118,15 +120,52 @@ def rank_texts(
 
 def rank_text(legs: Legs, text: str, options: SearchOptions) -> Ranking:
     """One query text's ranking (the query, a variant, a follow-up): the legs its options
-    ask for, run in the snapshot, then fused (`ragloom.retrieval.ranking`)."""
+    ask for (`plan_legs`), run in the snapshot, then fused (`ragloom.retrieval.ranking`)."""
     plan = plan_legs(text, options, legs.embedder is not None)
     answers = leg_answers(legs, text, plan, options)
     preferences = None
     if options.preferences and answers.dense is not None and answers.lexical is not None:
         rows = [*answers.lexical[0].tolist(), *answers.dense[0].tolist()]
         preferences = preference_scores(options, metadata_of(legs, rows))
-    ranking = rank_answers(plan, answers, options, legs.dense_floor, legs.profile, preferences)
-    return noted(ranking, legs.reader, options.strict)
+    if plan.mode != "lexical":
+        answers.pending = legs.reader.pending()
+    answers.missing = legs.reader.missing_shards()
+    return rank_answers(plan, answers, options, legs.dense_floor, legs.profile, preferences)
+
+
+def plan_legs(query: str, options: SearchOptions, has_dense: bool) -> LegPlan:
+    """The legs `options` ask for over a collection with (or without) vectors, and their
+    depth: the pool the controls after fusion need when they may reorder, or a hybrid
+    search's, else the top k itself."""
+    mode = options.mode or ("hybrid" if has_dense else "lexical")
+    if mode != "lexical" and not has_dense:
+        raise NeedsVectors(
+            f"{mode} search needs vectors, and this collection has none",
+            hints=worded("give it vectors with {reembed}, or search with {lexical}"),
+        )
+    if not asks_anything(query):  # no leg has anything to match (a dense model without a
+        return LegPlan(mode, 0)  # floor ranked every chunk for "???", at cosine about 0)
+    if mode == "hybrid" or options.reorders:
+        return LegPlan(mode, options.pool_depth)
+    k = options.top_k  # one row past the cut: whether it ties with the k-th
+    return LegPlan(mode, min(k + 1, MAX_TOP_K), k)
+
+
+def asks_anything(query: str) -> bool:
+    """False for a query of only spaces and punctuation ("???", "-- //"): no word, number
+    or symbol (emoji, currency) a leg could match."""
+    return any(ch.isalnum() or unicodedata.category(ch) in ("So", "Sc", "Sm") for ch in query)
+
+
+def tie_depth(scores: Any, k: int, depth: int, limit: int = MAX_TOP_K) -> int | None:
+    """How deep to fetch a leg again when its answer at `depth` may end inside a tie with
+    its k-th score (so that the top k breaks the tie by stable key, not by the rows the
+    store had first); None when the answer holds every row tied with the k-th."""
+    if not len(scores) == depth < limit or len(scores) <= k:
+        return None  # every row the leg holds, or none past the k-th
+    if tie_score(float(scores[-1])) != tie_score(float(scores[k - 1])):
+        return None
+    return min(depth * 4, limit)
 
 
 def leg_answers(legs: Legs, text: str, plan: LegPlan, options: SearchOptions) -> LegAnswers:
@@ -171,7 +210,7 @@ def answer(
 ) -> Ranked:
     """One leg's rows and scores, best first, for the query's terms (lexical) or vector
     (dense); a single leg cut at top k is fetched again deeper while its answer may end
-    inside a tie with the k-th (`ragloom.retrieval.ranking.tie_depth`)."""
+    inside a tie with the k-th (`tie_depth`)."""
     depth = plan.depth
     while True:
         found = search_leg(legs, asked, depth, options)
@@ -303,24 +342,3 @@ def control_data(
 def keys_of(legs: Legs, rows: Sequence[int]) -> dict[int, tuple[str, int]]:
     """Each row's stable key, which orders tied rows: (document id, chunk number)."""
     return {row: (c.document_id, c.n) for row, c in legs.snapshot.chunks(rows).items()}
-
-
-def noted(ranking: Ranking, reader: CollectionReader, strict: bool) -> Ranking:
-    """The ranking marked degraded when it used vectors while some chunks still wait for
-    theirs, or was made without some shards of a shard set (`strict`: that raises)."""
-    notes = []
-    if ranking.mode != "lexical" and (waiting := reader.pending()):
-        notes.append(
-            f"{waiting} chunk(s) still wait for vectors (the embedding service failed "
-            "when they were indexed); they are found by the lexical leg only"
-        )
-    missing = reader.missing_shards()
-    if missing:
-        note = "answered without " + "; ".join(missing)
-        if strict:
-            raise ShardUnavailable(note, "retry once the shard is back, or search without strict")
-        notes.append(note)
-    for note in notes:
-        ranking.degraded = True
-        ranking.reason = f"{ranking.reason}; {note}" if ranking.reason else note
-    return ranking

@@ -14,10 +14,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ragloom.engine.legs import Legs, lexical_side
+from ragloom.engine.legs import Legs, lexical_side, plan_legs
 from ragloom.retrieval.adaptive import lexical_shares
 from ragloom.retrieval.pipeline import untied
-from ragloom.retrieval.ranking import plan_legs
 from ragloom.timing import timed
 
 

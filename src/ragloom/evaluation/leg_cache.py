@@ -1,8 +1,9 @@
 """Each judged query's lexical and dense candidates fetched once, so that every mode, fusion
 method and setting is scored from them without searching or embedding again.
 
-Scoring ranks these lists as a search ranks its legs' answers (`ragloom.retrieval.ranking`:
-the legs a setting asks for and how deep, fusion, dense-only floor, controls, top k), so a
+Scoring ranks these lists as a search ranks its legs' answers (the legs a setting asks for
+and how deep: `ragloom.engine.legs`; fusion, dense-only floor, controls, top k:
+`ragloom.retrieval.ranking`), so a
 setting scores exactly what a search with it would return (an unfiltered, unboosted search).
 """
 
@@ -15,17 +16,11 @@ from typing import Any
 
 import numpy as np
 
+from ragloom.engine.legs import plan_legs, tie_depth
 from ragloom.index import Index
 from ragloom.retrieval.adaptive import Ranked
 from ragloom.retrieval.pipeline import DENSE, LEXICAL, ordered
-from ragloom.retrieval.ranking import (
-    LegAnswers,
-    LegPlan,
-    plan_legs,
-    rank_answers,
-    refine,
-    tie_depth,
-)
+from ragloom.retrieval.ranking import LegAnswers, LegPlan, rank_answers, refine
 from ragloom.retrieval.search_options import SearchOptions
 
 DEPTH = 200  # rows fetched per leg and query: covers candidates up to 200 and recall@100

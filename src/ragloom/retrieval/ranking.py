@@ -1,27 +1,24 @@
-"""A search's ranking from its legs' answers, as pure functions, in order: which legs a
-search runs and how deep (`plan_legs`), how far a leg cut at top k is fetched to hold every
-tie at the cut (`tie_depth`), the one composition of their answers, both fused or one alone
-(`rank_answers`), then the controls and the top k (`refine`). The engine runs the legs in a
-snapshot (`ragloom.engine.legs`), evaluation answers from the lists it fetched once
+"""A search's ranking from its legs' answers, as pure functions, in order: the one
+composition of their answers, both fused or one alone, with what the legs noted on the way
+(`rank_answers`), then the controls and the top k (`refine`). The engine plans and runs the
+legs in a snapshot (`ragloom.engine.legs`), evaluation answers from the lists it fetched once
 (`ragloom.evaluation.leg_cache`), and both rank what they get here, so a setting scores what a
 search with it returns."""
 
 from __future__ import annotations
 
-import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from ragloom.contract.options import MAX_TOP_K
-from ragloom.errors import EmbeddingError, InputError, NeedsVectors, worded
+from ragloom.errors import EmbeddingError, InputError, NeedsVectors, ShardUnavailable, worded
 from ragloom.retrieval import controls
 from ragloom.retrieval.adaptive import Ranked
 from ragloom.retrieval.controls import MetadataOf
 from ragloom.retrieval.fusion import fuse
-from ragloom.retrieval.pipeline import Candidate, Head, head_of, tie_score
+from ragloom.retrieval.pipeline import Candidate, Head, head_of
 from ragloom.retrieval.search_options import SearchOptions
 from ragloom.timing import timed
 
@@ -40,12 +37,16 @@ class LegPlan:
 @dataclass
 class LegAnswers:
     """What the legs found: each leg's rows and scores, best first (None: the leg did not
-    run), the query's BM25 ceiling, and the embedding error that stopped the dense leg."""
+    run), the query's BM25 ceiling, the embedding error that stopped the dense leg, and what
+    the collection's reader said of itself: the chunks still waiting for vectors (read when
+    vectors are used) and the shards of a shard set it answered without."""
 
     lexical: Ranked | None = None
     dense: Ranked | None = None
     ceiling: float | None = None
     failed: EmbeddingError | None = None
+    pending: int = 0
+    missing: Sequence[str] = ()
 
 
 @dataclass
@@ -62,41 +63,6 @@ class Ranking:
     options: SearchOptions | None = None  # as applied (with the collection's defaults)
 
 
-def plan_legs(query: str, options: SearchOptions, has_dense: bool) -> LegPlan:
-    """The legs `options` ask for over a collection with (or without) vectors, and their
-    depth: the pool the controls after fusion need when they may reorder, or a hybrid
-    search's, else the top k itself."""
-    mode = options.mode or ("hybrid" if has_dense else "lexical")
-    if mode != "lexical" and not has_dense:
-        raise NeedsVectors(
-            f"{mode} search needs vectors, and this collection has none",
-            hints=worded("give it vectors with {reembed}, or search with {lexical}"),
-        )
-    if not asks_anything(query):  # no leg has anything to match (a dense model without a
-        return LegPlan(mode, 0)  # floor ranked every chunk for "???", at cosine about 0)
-    if mode == "hybrid" or options.reorders:
-        return LegPlan(mode, options.pool_depth)
-    k = options.top_k  # one row past the cut: whether it ties with the k-th
-    return LegPlan(mode, min(k + 1, MAX_TOP_K), k)
-
-
-def asks_anything(query: str) -> bool:
-    """False for a query of only spaces and punctuation ("???", "-- //"): no word, number
-    or symbol (emoji, currency) a leg could match."""
-    return any(ch.isalnum() or unicodedata.category(ch) in ("So", "Sc", "Sm") for ch in query)
-
-
-def tie_depth(scores: Any, k: int, depth: int, limit: int = MAX_TOP_K) -> int | None:
-    """How deep to fetch a leg again when its answer at `depth` may end inside a tie with
-    its k-th score (so that the top k breaks the tie by stable key, not by the rows the
-    store had first); None when the answer holds every row tied with the k-th."""
-    if not len(scores) == depth < limit or len(scores) <= k:
-        return None  # every row the leg holds, or none past the k-th
-    if tie_score(float(scores[-1])) != tie_score(float(scores[k - 1])):
-        return None
-    return min(depth * 4, limit)
-
-
 def rank_answers(
     plan: LegPlan,
     answers: LegAnswers,
@@ -110,19 +76,21 @@ def rank_answers(
     model's `dense_floor`), or one leg alone, each hit scored by that leg's share (BM25 over
     the query's ceiling, or the cosine, 0 when negative; the raw score stays in
     `lexical_score` / `dense_score`). A hybrid search whose query could not be embedded
-    answers from its lexical leg, degraded (or raises when `strict`)."""
+    answers from its lexical leg, degraded (or raises when `strict`); what the reader said
+    of itself is noted last (`noted`)."""
     mode = plan.mode
     if plan.depth == 0:
-        return Ranking([], mode)
+        return noted(Ranking([], mode), answers, options.strict)
     if mode != "hybrid" or answers.failed is not None:
         if answers.failed is not None:
             if options.strict:
                 raise answers.failed
             failed = answers.failed
             ranked, _ = fuse(answers.lexical, None, ceiling=answers.ceiling)
-            return Ranking(ranked, mode, True, f"{failed.code}: {failed.message}")
+            ranking = Ranking(ranked, mode, True, f"{failed.code}: {failed.message}")
+            return noted(ranking, answers, options.strict)
         ranked, _ = fuse(answers.lexical, answers.dense, ceiling=answers.ceiling)
-        return Ranking(ranked, mode)
+        return noted(Ranking(ranked, mode), answers, options.strict)
     with timed("fusion"):
         floor = options.min_dense_similarity
         floor = dense_floor if floor is None else floor
@@ -139,7 +107,28 @@ def rank_answers(
             floor=floor,
             keep=None if options.reorders else options.top_k,  # what the controls keep
         )
-    return Ranking(ranked, mode, floor=floor, below_floor=below)
+    ranking = Ranking(ranked, mode, floor=floor, below_floor=below)
+    return noted(ranking, answers, options.strict)
+
+
+def noted(ranking: Ranking, answers: LegAnswers, strict: bool) -> Ranking:
+    """The ranking marked degraded when it used vectors while some chunks still wait for
+    theirs, or was made without some shards of a shard set (`strict`: that raises)."""
+    notes = []
+    if ranking.mode != "lexical" and answers.pending:
+        notes.append(
+            f"{answers.pending} chunk(s) still wait for vectors (the embedding service failed "
+            "when they were indexed); they are found by the lexical leg only"
+        )
+    if answers.missing:
+        note = "answered without " + "; ".join(answers.missing)
+        if strict:
+            raise ShardUnavailable(note, "retry once the shard is back, or search without strict")
+        notes.append(note)
+    for note in notes:
+        ranking.degraded = True
+        ranking.reason = f"{ranking.reason}; {note}" if ranking.reason else note
+    return ranking
 
 
 def refine(
