@@ -2,8 +2,7 @@
 
 Writing goes through `ragloom.engine.ingest`, reading through `ragloom.engine.searching`,
 storage through `ragloom.store` (whose snapshot and commit rules make every search see one
-version and every failed write change nothing).
-"""
+version and every failed write change nothing)."""
 
 from __future__ import annotations
 
@@ -17,6 +16,7 @@ import numpy as np
 from ragloom.config import CollectionConfig
 from ragloom.context import GROUNDING_INSTRUCTION as GROUNDING
 from ragloom.context import PackedContext
+from ragloom.contract.schema import check_query
 from ragloom.embedding import Embedder
 from ragloom.engine.calibration import calibrate
 from ragloom.engine.collections import configure, documents_page, index_stats, pending_vectors, warm
@@ -118,10 +118,8 @@ class Index:
         return sorted(self.store.collections())
 
     def configure(self, collection: str = DEFAULT_COLLECTION, **changes: Any) -> CollectionConfig:
-        """Create a collection with settings, or change chunking/BM25 settings of an existing one.
-
-        The tokenizer of a non-empty collection cannot change (its postings would not match).
-        """
+        """Create a collection with settings, or change chunking/BM25 settings of an existing
+        one; a non-empty collection's tokenizer cannot change (its postings would not match)."""
         return configure(self._ingest, collection, changes)
 
     # -- writing ----------------------------------------------------------------------
@@ -230,25 +228,24 @@ class Index:
     ) -> SearchResult:
         """Hits for `query`, best first (a list of Hit with `.degraded`, `.reason`, `.mode`).
 
-        Options (see `SearchOptions`): `mode` ("lexical", "dense", "hybrid"; default hybrid
-        when the collection has vectors), `fusion` ("rrf" with `rrf_k`, or "weighted" over
-        `normalization`-ed scores) with per-leg `weights`, `candidates` per leg,
-        `min_dense_similarity` for dense-only hits (None: the floor measured for the
-        collection's model, see `ragloom.embedding.floors`; -1 keeps them all), `min_score`,
-        `bm25`, `strict` (raise instead of answering from BM25 when the query cannot be
-        embedded), `filters` (applied inside both legs), `boosts`, `diversity` (`{"max_per":
-        {...}}`, which caps only hits that have the key unless `"missing": "group"`; `{"mmr":
-        {...}}`), `prefer`, `explain`, `tokens` (`with_tokens`, its older name, works too); an
-        unknown option is an InputError naming the known ones. Fusion settings left out take the
-        collection's own defaults (`configure(search=...)`, as `ragloom tune --apply` writes
-        them), then the global ones. The result's `timings` hold each stage's milliseconds.
-        An empty or punctuation-only query gives no hits.
+        Options (see `SearchOptions`): `mode` ("lexical", "dense", "hybrid"; default hybrid when the
+        collection has vectors), `fusion` ("rrf" with `rrf_k`, or "weighted" over `normalization`-ed
+        scores) with per-leg `weights`, `candidates` per leg, `min_dense_similarity` for dense-only
+        hits (None: the floor measured for the collection's model, see `ragloom.embedding.floors`;
+        -1 keeps them all), `min_score`, `bm25`, `strict` (raise instead of answering from BM25 when
+        the query cannot be embedded), `filters` (applied inside both legs), `boosts`, `diversity`
+        (`{"max_per": {...}}`, which caps only hits that have the key unless `"missing": "group"`;
+        `{"mmr": {...}}`), `prefer`, `explain`, `tokens` (`with_tokens`, its older name, works too);
+        an unknown option is an InputError naming the known ones. Fusion settings left out take the
+        collection's own defaults (`configure(search=...)`, as `ragloom tune --apply` writes them),
+        then the global ones. The result's `timings` hold each stage's milliseconds. An empty or
+        punctuation-only query gives no hits.
 
-        Steps that need a service (docs/llm-steps.md): `expand` "llm" (LLM rephrasings,
-        searched together and merged by chunk; `max_variants`, `merge`) or "prf" (RM3
-        feedback on the lexical leg; `prf`); `rerank` True (the index's reranker) or a
-        reranker spec/object re-scores the best `rerank_depth` candidates; `hops` > 1 runs
-        the multi-hop loop; `llm` gives this search its own LLM.
+        Steps that need a service (docs/llm-steps.md): `expand` "llm" (LLM rephrasings, searched
+        together and merged by chunk; `max_variants`, `merge`) or "prf" (RM3 feedback on the lexical
+        leg; `prf`); `rerank` True (the index's reranker) or a reranker spec/object re-scores the
+        best `rerank_depth` candidates; `hops` > 1 runs the multi-hop loop; `llm` gives this search
+        its own LLM.
         """
         return self.search_with(query, search_options(top_k, **options), collection)
 
@@ -257,13 +254,14 @@ class Index:
     ) -> SearchResult:
         """`search` with its options given as one `SearchOptions` object."""
         searcher: Searcher = self._searcher
+        check_query(query)
         return searcher.search(query, options, collection)
 
     def rank(
         self, query: str, options: SearchOptions, collection: str = DEFAULT_COLLECTION
     ) -> Ranking:
         """The ranked candidates (chunk row ids with provenance) without fetching chunk text."""
-        return self._searcher.rank(query, options, collection)
+        return self._searcher.rank(check_query(query), options, collection)
 
     def search_rows(
         self,
@@ -274,19 +272,20 @@ class Index:
     ) -> tuple[np.ndarray, np.ndarray]:
         """Lexical leg only: top chunk row ids and BM25 scores (no chunk text fetched)."""
         options = SearchOptions(top_k=top_n, mode="lexical", bm25=bm25)
-        return self._searcher.rows(query, options, collection)
+        return self._searcher.rows(check_query(query), options, collection)
 
     def search_many(
         self, query: str, requests: Sequence[dict[str, Any]], **shared: Any
     ) -> MultiSearchResult:
         """Search several collections at once, from one version of the index.
 
-        Each request is `{"collection": name, "top_k"?: n, "label"?: text, ...}` plus any
-        `search` keyword; `shared` keywords apply to every request that does not set them.
-        The query is embedded once per model. Groups come back in request order; `merged`
-        interleaves them by reciprocal rank (scores of different collections do not compare).
+        Each request is `{"collection": name, "top_k"?: n, "label"?: text, ...}` plus any `search`
+        keyword; `shared` keywords apply to every request that does not set them. The query is
+        embedded once per model. Groups come back in request order; `merged` interleaves them by
+        reciprocal rank (scores of different collections do not compare).
         """
-        return self._searcher.search_many(query, collection_requests(requests, shared))
+        wanted = collection_requests(requests, shared)
+        return self._searcher.search_many(check_query(query), wanted)
 
     def context(
         self,
@@ -301,14 +300,15 @@ class Index:
     ) -> PackedContext:
         """Search, then pack the hits into a numbered, cited block within `budget` tokens.
 
-        With `collections` (requests as for `search_many`, each with an optional `label`),
-        every collection becomes a labelled section, in the order given.
+        With `collections` (requests as for `search_many`, each with an optional `label`), every
+        collection becomes a labelled section, in the order given.
         """
         if collections:
             requests = collection_requests(collections, search_kwargs)
-            return self._searcher.context(query, requests, budget, instruction, grouped=True)
-        requests = [(collection, None, search_options(top_k, **search_kwargs))]
-        return self._searcher.context(query, requests, budget, instruction)
+        else:
+            requests = [(collection, None, search_options(top_k, **search_kwargs))]
+        check_query(query)
+        return self._searcher.context(query, requests, budget, instruction, bool(collections))
 
     def ask(self, question: str, **options: Any) -> AskResult:
         """The model's answer from this index's passages, citations checked (`collection`,

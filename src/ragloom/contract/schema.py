@@ -1,5 +1,5 @@
 """JSON Schema of the options (`ragloom.contract.options`), for the OpenAI and MCP tools'
-input schemas, and the one check of a tool call's arguments against them."""
+input schemas, the one check of a tool call's arguments against them, and of a query."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ragloom.contract.options import ARGUMENTS, Option
-from ragloom.errors import InvalidRequest
+from ragloom.contract.options import ARGUMENTS, MAX_QUERY_CHARS, Option
+from ragloom.errors import InputError, InvalidRequest
 
 _TYPES: dict[str, type | tuple[type, ...]] = {
     "string": str,
@@ -146,3 +146,13 @@ def check_arguments(
 
 def _plain(number: float) -> str:
     return str(int(number)) if float(number).is_integer() else str(number)
+
+
+def check_query(query: Any) -> str:
+    """The query, if it is a string within the declared length: the one check of a query,
+    made where it enters (`ragloom.index`, `ragloom.engine.reading`), before any read."""
+    if not isinstance(query, str):
+        raise InputError(f"query must be a string, got {type(query).__name__}")
+    if len(query) > MAX_QUERY_CHARS:
+        check_value(ARGUMENTS["query"], query, "library")  # the words every interface says
+    return query

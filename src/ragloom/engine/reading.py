@@ -8,10 +8,11 @@ from typing import Any
 
 from ragloom.context import GROUNDING_INSTRUCTION as GROUNDING
 from ragloom.context import PackedContext
+from ragloom.contract.schema import check_query
 from ragloom.engine.embedders import Embedders, QueryVectors
 from ragloom.engine.keywords import collection_requests, search_options
 from ragloom.engine.legs import DEFAULT_COLLECTION
-from ragloom.engine.searching import Searcher, Sections, check_query
+from ragloom.engine.searching import Searcher, Sections
 from ragloom.store.base import Snapshot
 from ragloom.types import MultiSearchResult, SearchResult
 

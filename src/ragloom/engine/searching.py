@@ -16,20 +16,20 @@ again in a fresh snapshot (`Searcher.read`), the one place reads are retried.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import numpy as np
 
 from ragloom.context import GROUNDING_INSTRUCTION, PackedContext, pack_context
-from ragloom.contract.options import ARGUMENTS, MAX_QUERY_CHARS
-from ragloom.contract.schema import check_value
 from ragloom.engine.embedders import Embedders, QueryVectors
 from ragloom.engine.hydrate import hits_of, plain_hits
 from ragloom.engine.legs import Legs, open_legs
 from ragloom.engine.plain import PlainAnswer, plain_answer
 from ragloom.engine.services import SearchServices, search_services
-from ragloom.engine.steps import FlowResult, search_flow
-from ragloom.errors import InputError, ReadInterrupted
+from ragloom.engine.steps import search_flow
+from ragloom.errors import ReadInterrupted
+from ragloom.llm import LLM
+from ragloom.rerank.base import Reranker
 from ragloom.retrieval.adaptive import one_leg
 from ragloom.retrieval.pipeline import LEXICAL
 from ragloom.retrieval.ranking import Ranking
@@ -42,15 +42,6 @@ READ_ATTEMPTS = 3  # a read that lost its connection (see `Searcher.read`) runs 
 T = TypeVar("T")
 Requests = Sequence[tuple[str, "str | None", SearchOptions]]  # (collection, label, options)
 Sections = Sequence[tuple["str | None", Sequence[Hit]]]  # (label, hits) of a context block
-
-
-def check_query(query: Any) -> str:
-    """The query, if it is a string within the declared length (`ragloom.contract`)."""
-    if not isinstance(query, str):
-        raise InputError(f"query must be a string, got {type(query).__name__}")
-    if len(query) > MAX_QUERY_CHARS:
-        check_value(ARGUMENTS["query"], query, "library")  # the words every interface says
-    return query
 
 
 class Searcher:
@@ -75,7 +66,6 @@ class Searcher:
 
     # -- one collection ---------------------------------------------------------------
     def search(self, query: str, options: SearchOptions, collection: str) -> SearchResult:
-        check_query(query)
         return self.read(
             lambda snap: self.search_in(snap, query, options, collection, QueryVectors(self.models))
         )
@@ -83,7 +73,6 @@ class Searcher:
     def rank(self, query: str, options: SearchOptions, collection: str) -> Ranking:
         """The ranked candidates (row ids with provenance) of one collection: the search's
         route without fetching chunk text."""
-        check_query(query)
 
         def ranked(snap: Snapshot) -> Ranking:
             vectors = QueryVectors(self.models)
@@ -92,9 +81,10 @@ class Searcher:
                 top = (np.asarray(answer.rows, np.int64), answer.bm25)
                 candidates = one_leg(LEXICAL, top, answer.ceiling)
                 return Ranking(candidates, LEXICAL, options=legs.options)  # type: ignore[union-attr]
-            flow, applied = self.flow_in(snap, query, options, collection, vectors, legs)
+            legs, llm, reranker = self.flow_legs(snap, options, collection, vectors, legs)
+            flow = search_flow(query, legs, options, self.services, llm, reranker)
             found = (flow.candidates, flow.mode, flow.degraded, flow.reason, flow.floor)
-            return Ranking(*found, flow.below_floor, applied)
+            return Ranking(*found, flow.below_floor, flow.options)
 
         return self.read(ranked)
 
@@ -123,8 +113,9 @@ class Searcher:
             if answer is not None:
                 result = SearchResult(plain_hits(snap, answer, collection), LEXICAL)
             else:
-                flow, applied = self.flow_in(snap, query, options, collection, vectors, legs)
-                hits, total = hits_of(snap, query, collection, flow.candidates, applied)
+                legs, llm, reranker = self.flow_legs(snap, options, collection, vectors, legs)
+                flow = search_flow(query, legs, options, self.services, llm, reranker)
+                hits, total = hits_of(snap, query, collection, flow.candidates, flow.options)
                 found = (flow.mode, flow.degraded, flow.reason, flow.steps, total)
                 result = SearchResult(hits, *found)
                 result.dense_floor, result.below_floor = flow.floor, flow.below_floor
@@ -136,38 +127,34 @@ class Searcher:
     ) -> tuple[Legs | None, PlainAnswer | None]:
         """The collection's legs in the snapshot and, for a plain lexical query, its answer
         (`ragloom.engine.plain`); (None, None) for a search with steps that need a service,
-        whose services are found first (`flow_in`), and for the default collection of a new
+        whose services are found first (`flow_legs`), and for the default collection of a new
         index."""
         if options.uses_services:
             return None, None
         legs = open_legs(snap, options, name, vectors, self.models, self.store.location)
         return legs, None if legs is None else plain_answer(legs, query)
 
-    def flow_in(
+    def flow_legs(
         self,
         snap: Snapshot,
-        query: str,
         options: SearchOptions,
         name: str,
         vectors: QueryVectors,
         legs: Legs | None = None,
-    ) -> tuple[FlowResult, SearchOptions]:
-        """Legs (`legs`, when open already), fusion, controls and the steps the options
-        switch on; with the options as applied (the collection's own defaults filled in)."""
+    ) -> tuple[Legs | None, LLM | None, Reranker | None]:
+        """What the steps run on: the legs (`legs`, when open already; None for the default
+        collection of a new index) and the services of the steps the options switch on,
+        found first."""
         llm, reranker = (
             search_services(self.services, options) if options.uses_services else (None, None)
         )
         if legs is None:
             legs = open_legs(snap, options, name, vectors, self.models, self.store.location)
-        if legs is None:  # a new, empty index answers with no hits
-            return FlowResult([], options.mode or "lexical"), options
-        services = self.services or SearchServices()
-        return search_flow(query, legs, services, llm, reranker), legs.options
+        return legs, llm, reranker
 
     # -- several collections ----------------------------------------------------------
     def search_many(self, query: str, requests: Requests) -> MultiSearchResult:
         """Search several collections in one snapshot: (collection, label, options) each."""
-        check_query(query)
         return self.read(
             lambda snap: self.search_many_in(snap, query, requests, QueryVectors(self.models))
         )
@@ -197,7 +184,6 @@ class Searcher:
         grouped: bool = False,
     ) -> PackedContext:
         """Search, then pack the hits (one labelled section per request when `grouped`)."""
-        check_query(query)
 
         def work(snap: Snapshot) -> PackedContext:
             vectors = QueryVectors(self.models)

@@ -46,6 +46,7 @@ class FlowResult:
 
     candidates: list[Candidate]
     mode: str
+    options: SearchOptions  # as applied (with the collection's own defaults)
     reasons: list[str] = field(default_factory=list)  # why the answer is degraded, if it is
     expansion: dict[str, Any] | None = None
     rerank: dict[str, Any] | None = None
@@ -81,16 +82,20 @@ def check_services(options: SearchOptions, llm: LLM | None, reranker: Reranker |
 
 def search_flow(
     query: str,
-    legs: Legs,
-    services: SearchServices,
+    legs: Legs | None,
+    options: SearchOptions,
+    services: SearchServices | None = None,
     llm: LLM | None = None,
     reranker: Reranker | None = None,
 ) -> FlowResult:
-    """Run one search over `legs` with the steps its options switch on."""
+    """Run one search over `legs` with the steps its options (as applied: the legs') switch
+    on; no legs (the default collection of a new index) answer with no candidates."""
+    if legs is None:
+        return FlowResult([], options.mode or "lexical", options)
     options = legs.options
     check_services(options, llm, reranker)
-    result = FlowResult([], options.mode or "lexical")
-    pool = first_round(query, legs, services, llm, result)
+    result = FlowResult([], options.mode or "lexical", options)
+    pool = first_round(query, legs, services or SearchServices(), llm, result)
     if options.hops > 1:
         found = hops(query, pool, legs, llm, result)  # type: ignore[arg-type]
         if options.rerank and found:  # the accumulated chunks, against the question
