@@ -280,13 +280,6 @@ def runs_beside(legs: Legs, text: str, options: SearchOptions) -> bool:
     return count is not None and count >= BESIDE_ELIGIBLE
 
 
-def prime_vectors(legs: Legs, texts: Sequence[str], options: SearchOptions) -> None:
-    """Embed several query texts in one call (query variants; raises `EmbeddingError`)."""
-    if legs.embedder is not None and options.mode != "lexical":
-        with timed("embed"):
-            legs.vectors.models.remember_queries(legs.embedder, texts)
-
-
 def check_filter_kinds(reader: CollectionReader, node: FilterNode | None) -> None:
     """FilterTypeMismatch for a comparison with a kind its field never holds here (it would
     quietly match nothing: `{"hives": {"$gt": "five"}}` on a field of numbers)."""

@@ -21,7 +21,6 @@ from ragloom.engine.legs import (
     Legs,
     control_data,
     keys_of,
-    prime_vectors,
     rank_text,
     rank_texts,
 )
@@ -117,9 +116,10 @@ def first_round(
     options = legs.options
     variants = expanded(query, options, llm, result)
     per_variant = options
-    if len(variants) > 1:
+    if len(variants) > 1 and legs.embedder is not None and options.mode != "lexical":
         try:
-            prime_vectors(legs, variants, options)  # one embedding call for every variant
+            with timed("embed"):  # one embedding call for every variant
+                legs.vectors.models.remember_queries(legs.embedder, variants)
         except EmbeddingError as exc:
             if options.strict or options.mode == "dense":
                 raise
