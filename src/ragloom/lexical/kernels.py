@@ -86,7 +86,12 @@ def _compile(njit: Callable, pieces: list[tuple[Any, str]]) -> dict[str, Callabl
             _run_pruned(
                 compiled, docs, [(0, 2)], [np.ones(2)], [np.ones(1)], [1.0], 2, None, 1, 0.0, share
             )
-    compiled["weigh"](docs, np.ones(2, np.uint32), np.ones(2), 1.0, 2.0, np.empty(2))
+    for writable in (True, False):  # a segment's tfs are uint16, or uint32 past 65,535
+        docs.setflags(write=writable)
+        for tf_type in (np.uint16, np.uint32):
+            tfs = np.ones(2, tf_type)
+            tfs.setflags(write=writable)
+            compiled["weigh"](docs, tfs, np.ones(2), 1.0, 2.0, np.empty(2))
     return compiled
 
 
