@@ -55,10 +55,15 @@ def term_weights(
             weights = bm25_weights(
                 tfs.astype(np.float64), lengths, stats.idf[term], stats.avgdl, params
             )
+    _remember(segment, key, (docs, weights))
+    return docs, weights
+
+
+def _remember(segment: Segment, key: tuple, value: Any) -> None:
+    """Keep `value` in the segment's cache, emptied first once it holds `CACHE_LIMIT`."""
     if len(segment.cache) >= CACHE_LIMIT:
         segment.cache.clear()
-    segment.cache[key] = (docs, weights)
-    return docs, weights
+    segment.cache[key] = value
 
 
 def length_norms(segment: Segment, stats: Stats, params: BM25Params) -> np.ndarray:
@@ -171,7 +176,5 @@ def known_facts(segment: Segment, stats: Stats, params: BM25Params, term: int) -
     seen = ("seen", *key[1:])
     if seen in segment.cache:
         return term_facts(segment, stats, params, term)
-    if len(segment.cache) >= CACHE_LIMIT:
-        segment.cache.clear()
-    segment.cache[seen] = True
+    _remember(segment, seen, True)
     return None

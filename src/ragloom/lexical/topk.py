@@ -83,7 +83,7 @@ def _score_docs(
     where absent adds nothing) instead of bisecting its long postings once a chunk; a term
     met for the first time is weighed at the chunks from its postings (`known_facts`)."""
     scores = np.zeros(len(docs), np.float64)
-    keys = docs.astype(np.int64)  # the cached postings' dtype: no copy to compare
+    keys = docs.astype(np.int64)
     known = {term: known_facts(segment, stats, params, term) for term in dict.fromkeys(terms)}
     first_use: dict[int, tuple[np.ndarray, np.ndarray]] = {}
     for term in terms:
@@ -98,15 +98,20 @@ def _score_docs(
         if facts.dense is not None:
             scores += facts.dense[docs]
             continue
-        postings, weights = facts.docs, facts.weights
-        if not len(postings) or not len(docs):
-            continue
-        pos = postings.searchsorted(keys)
-        pos_c = np.minimum(pos, len(postings) - 1)
-        hit = postings[pos_c] == keys
-        if hit.any():
-            scores[hit] += weights[pos_c[hit]]
+        hit, at = _found_at(facts.docs, keys)
+        if len(at):
+            scores[hit] += facts.weights[at]
     return scores
+
+
+def _found_at(postings: np.ndarray, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(which of the chunks `keys` are in a term's postings, their positions there)."""
+    if not len(postings) or not len(keys):
+        return np.zeros(len(keys), bool), np.zeros(0, np.int64)
+    # The keys in the postings' own dtype: a mismatch makes numpy copy (and read) them all.
+    pos = np.minimum(postings.searchsorted(keys.astype(postings.dtype)), len(postings) - 1)
+    hit = postings[pos] == keys
+    return hit, pos[hit]
 
 
 def _weights_at(
@@ -115,12 +120,7 @@ def _weights_at(
     """(which of the chunks hold the term, its BM25 weights there): read from the postings at
     those chunks only, with the arithmetic of the cached weights (the same bits)."""
     postings, tfs = segment.postings(term)
-    if not len(postings) or not len(keys):
-        return np.zeros(len(keys), bool), np.zeros(0, np.float64)
-    # The keys in the postings' own dtype: a mismatch makes numpy copy (and read) them all.
-    pos = np.minimum(postings.searchsorted(keys.astype(postings.dtype)), len(postings) - 1)
-    hit = postings[pos] == keys
-    at = pos[hit]
+    hit, at = _found_at(postings, keys)
     lengths = segment.lengths[keys[hit]]
     weights = bm25_weights(
         tfs[at].astype(np.float64), lengths, stats.idf[term], stats.avgdl, params
