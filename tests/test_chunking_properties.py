@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from unittest import mock
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from ragloom.chunking import MODES, ChunkPolicy, chunk_text, markdown, sections
@@ -290,6 +290,7 @@ def test_every_boundary_overlaps_at_a_word_or_sentence_edge(text: str, policy: C
     max_chars=st.integers(min_value=5, max_value=250),
     min_chars=st.integers(min_value=0, max_value=60),
 )
+@example(text="a\n---", max_chars=5, min_chars=0)  # a scene break: no shortcut, cut there
 def test_short_prose_shortcut_gives_what_the_general_path_gives(
     text: str, max_chars: int, min_chars: int
 ):
@@ -297,7 +298,10 @@ def test_short_prose_shortcut_gives_what_the_general_path_gives(
     shortcut switched off the general path must find the very same spans."""
     policy = ChunkPolicy(max_chars=max_chars, overlap=0, min_chars=min(min_chars, max_chars))
     fast = split_document(text, policy)
-    with mock.patch.object(sections, "scene_breaks", lambda _text: [(0, 0)]):
+    # The shortcut is taken only without a scene break: an empty break at 0 (no boundary)
+    # switches it off; a text's real breaks are kept, as they cut the general path's sections.
+    real = sections.scene_breaks
+    with mock.patch.object(sections, "scene_breaks", lambda text: real(text) or [(0, 0)]):
         general = split_document(text, policy)
     assert fast == general
 
