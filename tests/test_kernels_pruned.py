@@ -10,7 +10,7 @@ import pytest
 from ragloom.compiled import Compiled
 from ragloom.lexical import kernels, topk
 from ragloom.lexical.bm25 import BM25Params, bm25_idf
-from ragloom.lexical.term_weights import block_maxima, term_weights
+from ragloom.lexical.term_weights import term_facts, term_weights
 from ragloom.lexical.topk import Stats, Target, search
 from ragloom.segments.postings import Postings
 from tests.segment_data import build_segment
@@ -64,7 +64,7 @@ def _pruned(segment, terms, stats, params, eligible, k, theta, share):
     indexes = [segment.term_index(t) for t in terms]
     ranges = [(int(segment.ptr[i]), int(segment.ptr[i + 1])) if i >= 0 else (0, 0) for i in indexes]
     weights = [term_weights(segment, stats, params, t)[1] for t in terms]
-    maxima = [block_maxima(segment, stats, params, t) for t in terms]
+    maxima = [term_facts(segment, stats, params, t).maxima for t in terms]
     docs, scores = kernels.score_top_pruned(
         segment.docs, ranges, weights, maxima, segment.n, eligible, k, theta, share
     )
@@ -192,7 +192,7 @@ def _maxscore_inputs(segment, terms, stats, params):
     lo = np.array([segment.ptr[i] for i in indexes], np.int64)
     hi = np.array([segment.ptr[i + 1] for i in indexes], np.int64)
     weights = [term_weights(segment, stats, params, t)[1] for t in terms]
-    maxima = [block_maxima(segment, stats, params, t) for t in terms]
+    maxima = [term_facts(segment, stats, params, t).maxima for t in terms]
     boff = np.concatenate(([0], np.cumsum([len(m) for m in maxima]))).astype(np.int64)
     address = np.array([w.ctypes.data for w in weights], np.int64)
     wmin = np.array([w.min() for w in weights])
@@ -272,7 +272,7 @@ def test_very_common_terms_read_by_chunk_number_score_the_same() -> None:
                     indexes = [segment.term_index(t) for t in terms]
                     ranges = [(int(segment.ptr[i]), int(segment.ptr[i + 1])) for i in indexes]
                     weights = [term_weights(segment, stats, params, t)[1] for t in terms]
-                    maxima = [block_maxima(segment, stats, params, t) for t in terms]
+                    maxima = [term_facts(segment, stats, params, t).maxima for t in terms]
                     docs, scores = kernels.score_top_pruned(
                         segment.docs,
                         ranges,
@@ -323,25 +323,52 @@ def test_maxscore_is_tried_only_for_postings_mostly_read_by_chunk_number(monkeyp
 
 
 @pytest.mark.parametrize("k1,b", [(0.9, 0.4), (1.2, 0.75), (2.0, 0.0), (0.0, 1.0), (1.5, 1.0)])
-def test_compiled_weights_equal_numpys_to_the_last_bit(k1: float, b: float) -> None:
-    """A term's weights from the compiled pass (one pass, the segment's length norms read by
-    chunk) are `bm25_weights`' own, bit for bit, on a varied segment."""
+def test_compiled_weights_equal_numpys_to_the_last_bit(k1: float, b: float, monkeypatch) -> None:
+    """A term's facts from the compiled pass (one pass, the segment's length norms read by
+    chunk) are numpy's, bit for bit, on a varied segment: `bm25_weights`' weights, the
+    maxima of `np.maximum.reduceat` over blocks, the minimum, the weights by chunk number for
+    a term in more than half the chunks (and none for the rest)."""
     from ragloom.lexical.bm25 import bm25_weights
-    from ragloom.lexical.term_weights import length_norms
+    from ragloom.lexical.term_weights import DENSE_SHARE, length_norms
 
     rng = np.random.default_rng(int(k1 * 10 + b * 100))
     segment = _segment(rng, 3000, vocab=400)
     params = BM25Params(k1=k1, b=b)
     stats = Stats({t: bm25_idf(segment.df(t), segment.n) for t in range(400)}, 23.7)
-    for term in range(0, 400, 7):
+    dense_terms = 0
+    for term in [*range(0, 400, 7), 1, 2, 3]:
         docs, tfs = segment.postings(term)
         if not len(docs):
             continue
         numpy_weights = bm25_weights(
             tfs.astype(np.float64), segment.lengths[docs], stats.idf[term], stats.avgdl, params
         )
+        numpy_maxima = np.maximum.reduceat(numpy_weights, np.arange(0, len(docs), 128))
+        numpy_dense = np.zeros(segment.n)
+        numpy_dense[docs] = numpy_weights
+        dense = len(docs) > DENSE_SHARE * segment.n
+        dense_terms += dense
         norm = length_norms(segment, stats, params)
-        compiled = kernels.weigh(docs, tfs, norm, stats.idf[term], k1)
-        assert compiled.tobytes() == numpy_weights.tobytes()
-        cached = term_weights(segment, stats, params, term)[1]  # what every search reads
-        assert cached.tobytes() == numpy_weights.tobytes()
+        weights, maxima, least, by_chunk = kernels.weigh(
+            docs, tfs, norm, stats.idf[term], k1, segment.n if dense else 0
+        )
+        assert weights.tobytes() == numpy_weights.tobytes()
+        assert maxima.tobytes() == numpy_maxima.tobytes()
+        assert least == float(numpy_weights.min())
+        assert by_chunk is None if not dense else by_chunk.tobytes() == numpy_dense.tobytes()
+        facts = term_facts(segment, stats, params, term)  # what every search reads
+        assert facts.weights.tobytes() == numpy_weights.tobytes()
+        assert facts.maxima.tobytes() == numpy_maxima.tobytes() and facts.least == least
+        assert (facts.dense is None) == (not dense)
+        assert facts.docs.tobytes() == docs.tobytes()
+    assert dense_terms >= 2, "the segment must have terms in more than half its chunks"
+    compiled = {key: value for key, value in segment.cache.items() if key[0] == "facts"}
+    segment.cache.clear()
+    monkeypatch.setattr(kernels, "ready", lambda: False)  # a small index: numpy builds them
+    for key, facts in compiled.items():
+        by_numpy = term_facts(segment, stats, params, key[1])
+        assert by_numpy.span == facts.span and by_numpy.least == facts.least
+        for name in ("docs", "weights", "maxima"):
+            assert getattr(by_numpy, name).tobytes() == getattr(facts, name).tobytes()
+        assert (by_numpy.dense is None) == (facts.dense is None)
+        assert facts.dense is None or by_numpy.dense.tobytes() == facts.dense.tobytes()

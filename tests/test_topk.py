@@ -173,12 +173,12 @@ def test_a_selective_filter_builds_whole_term_weights_only_for_a_term_met_again(
     params = BM25Params()
 
     def built() -> set:
-        return {key[:2] for key in seg.cache if key[0] in ("w", "facts")}
+        return {key[:2] for key in seg.cache if key[0] == "facts"}
 
     first = search([target], terms, 10, stats, params)
     assert built() == set()  # weighed at the listed chunks only
     again = search([target], terms, 10, stats, params)
-    assert built() == {(tag, t) for tag in ("w", "facts") for t in set(terms)}
+    assert built() == {("facts", t) for t in set(terms)}
     slow = search([target], terms, 10, stats, params, prune=False)
     for fast in (first, again):
         assert fast[0].tolist() == slow[0].tolist() and len(fast[0]) == 10

@@ -1,12 +1,12 @@
 """A term's BM25 weights in one segment and what the top k derives from them (block maxima,
-smallest weight, weights by chunk number, its postings' span), each remembered in the
-segment's cache under the version's statistics: a read-mostly index answers many queries
-with the same N and lengths. Pure numeric code; the statistics come from the caller.
+smallest weight, weights by chunk number, its postings' span), built together in one pass
+and remembered in the segment's cache under the version's statistics: a read-mostly index
+answers many queries with the same N and lengths. Pure numeric code; the statistics come
+from the caller.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,7 +16,7 @@ from ragloom.lexical import cursors, kernels
 from ragloom.lexical.bm25 import BM25Params, bm25_weights
 from ragloom.segments.segment import Segment
 
-CACHE_LIMIT = 4096  # term weights remembered per segment (for repeated statistics)
+CACHE_LIMIT = 1024  # terms' facts (and first sightings) remembered per segment
 DENSE_SHARE = 0.5  # a term in more than this share of a segment's chunks: weights by chunk too
 
 
@@ -37,26 +37,10 @@ def _key(tag: str, term: int, stats: Stats, params: BM25Params) -> tuple:
 def term_weights(
     segment: Segment, stats: Stats, params: BM25Params, term: int
 ) -> tuple[np.ndarray, np.ndarray]:
-    """(docs, BM25 weights) of one term in one segment, remembered per segment for the same
-    statistics (a read-mostly index answers many queries with the same N and lengths)."""
-    key = _key("w", term, stats, params)
-    cached = segment.cache.get(key)
-    if cached is not None:
-        return cached
-    docs, tfs = segment.postings(term)
-    if not len(docs):
-        weights = np.zeros(0, np.float64)
-    else:
-        if kernels.ready():  # one compiled pass; else numpy's: the same arithmetic and bits
-            norm = length_norms(segment, stats, params)
-            weights = kernels.weigh(docs, tfs, norm, stats.idf[term], params.k1)
-        else:
-            lengths = segment.lengths[docs]
-            weights = bm25_weights(
-                tfs.astype(np.float64), lengths, stats.idf[term], stats.avgdl, params
-            )
-    _remember(segment, key, (docs, weights))
-    return docs, weights
+    """(docs, BM25 weights) of one term in one segment: its `TermFacts`' (built once for the
+    same statistics, which a read-mostly index keeps for many queries)."""
+    facts = term_facts(segment, stats, params, term)
+    return facts.docs, facts.weights
 
 
 def _remember(segment: Segment, key: tuple, value: Any) -> None:
@@ -82,56 +66,13 @@ def length_norms(segment: Segment, stats: Stats, params: BM25Params) -> np.ndarr
     return held[1]
 
 
-def _beside(
-    segment: Segment,
-    stats: Stats,
-    params: BM25Params,
-    term: int,
-    tag: str,
-    derive: Callable[[np.ndarray, np.ndarray], Any],
-) -> Any:
-    """`derive(docs, weights)` of a term's cached weights, remembered beside them under the
-    same statistics (`tag` names what is derived)."""
-    key = _key(tag, term, stats, params)
-    cached = segment.cache.get(key)
-    if cached is None:
-        cached = segment.cache[key] = derive(*term_weights(segment, stats, params, term))
-    return cached
-
-
-def block_maxima(segment: Segment, stats: Stats, params: BM25Params, term: int) -> np.ndarray:
-    """The exact maxima of a term's cached weights over its blocks of postings (remembered
-    beside the weights: 1/128 of their size)."""
-    return _beside(segment, stats, params, term, "bm", _maxima_of)
-
-
-def _maxima_of(_docs: np.ndarray, weights: np.ndarray) -> np.ndarray:
-    starts = np.arange(0, len(weights), cursors.BLOCK_SIZE)
-    return np.maximum.reduceat(weights, starts) if len(weights) else weights
-
-
-def least_weight(segment: Segment, stats: Stats, params: BM25Params, term: int) -> float:
-    """The smallest of a term's cached weights (0.0 for none), remembered beside them."""
-    return _beside(
-        segment, stats, params, term, "min", lambda _, w: float(w.min()) if len(w) else 0.0
-    )
-
-
-def by_chunk_weights(
-    segment: Segment, stats: Stats, params: BM25Params, term: int
-) -> np.ndarray | None:
-    """A very common term's weights by chunk number (`kernels.by_chunk`), remembered beside
-    its weights (at most twice their memory), or None for a term in fewer chunks."""
-    if segment.df(term) <= DENSE_SHARE * segment.n:
-        return None
-    n = segment.n
-    return _beside(segment, stats, params, term, "d", lambda d, w: kernels.by_chunk(d, w, n))
-
-
 @dataclass(frozen=True)
 class TermFacts:
-    """What the compiled kernels read of one term in one segment: its postings' span in the
-    segment's arrays, its cached weights and what derives from them."""
+    """What the top k reads of one term in one segment: its postings' span in the segment's
+    arrays, its chunks and BM25 weights, their exact maxima over blocks of
+    `cursors.BLOCK_SIZE` (1/128 of their size), the smallest weight (0.0 for none), and for a
+    term in more than `DENSE_SHARE` of the chunks its weights by chunk number (MaxScore reads
+    a chunk's weight there in one look-up; at most twice the weights' memory), else None."""
 
     span: tuple[int, int]
     docs: np.ndarray
@@ -142,25 +83,41 @@ class TermFacts:
 
 
 def term_facts(segment: Segment, stats: Stats, params: BM25Params, term: int) -> TermFacts:
-    """One term's `TermFacts`, remembered beside its weights under the same statistics: one
-    look-up a term and segment per query instead of one per fact (five dict look-ups and two
-    bisections of the vocabulary: ~6 % of a 1M common query with its caches cold)."""
+    """One term's `TermFacts`, remembered in the segment's cache under the version's
+    statistics: one look-up a term and segment per query. Built in one compiled pass over
+    the postings when the kernels are loaded, else by numpy (the same bits)."""
     key = _key("facts", term, stats, params)
     facts = segment.cache.get(key)
     if facts is None:
         i = segment.term_index(int(term))
-        span = (int(segment.ptr[i]), int(segment.ptr[i + 1])) if i >= 0 else (0, 0)
-        docs, weights = term_weights(segment, stats, params, term)
-        facts = TermFacts(
-            span,
-            docs,
-            weights,
-            block_maxima(segment, stats, params, term),
-            least_weight(segment, stats, params, term),
-            by_chunk_weights(segment, stats, params, term),
-        )
-        segment.cache[key] = facts
+        lo, hi = (int(segment.ptr[i]), int(segment.ptr[i + 1])) if i >= 0 else (0, 0)
+        docs, tfs = segment.docs[lo:hi], segment.tfs[lo:hi]
+        n = segment.n if hi - lo > DENSE_SHARE * segment.n else 0
+        if kernels.ready():
+            norm = length_norms(segment, stats, params)
+            weighed = kernels.weigh(docs, tfs, norm, stats.idf[term], params.k1, n)
+        else:
+            weighed = _weigh_by_numpy(segment, docs, tfs, stats.idf[term], stats.avgdl, params, n)
+        facts = TermFacts((lo, hi), docs, *weighed)
+        _remember(segment, key, facts)
     return facts
+
+
+def _weigh_by_numpy(
+    segment: Segment,
+    docs: np.ndarray,
+    tfs: np.ndarray,
+    idf: float,
+    avgdl: float,
+    params: BM25Params,
+    n: int,
+) -> tuple[np.ndarray, np.ndarray, float, np.ndarray | None]:
+    """`kernels.weigh`'s answer by numpy (the compiled kernels are not loaded: a small index)."""
+    weights = bm25_weights(tfs.astype(np.float64), segment.lengths[docs], idf, avgdl, params)
+    if not len(weights):
+        return weights, weights, 0.0, None
+    maxima = np.maximum.reduceat(weights, np.arange(0, len(weights), cursors.BLOCK_SIZE))
+    return weights, maxima, float(weights.min()), kernels.by_chunk(docs, weights, n) if n else None
 
 
 def known_facts(segment: Segment, stats: Stats, params: BM25Params, term: int) -> TermFacts | None:
