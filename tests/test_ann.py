@@ -91,10 +91,18 @@ def test_deleted_chunks_and_filters_are_honoured(graph_index: Index) -> None:
         assert len({h.chunk_id for h in hits} & set(exact)) >= 8
 
 
+def _live(index: Index, suffix: str) -> list[Path]:
+    """The index's files of this kind that its manifest lists as live: files merged away stay
+    in the folder for readers of older versions for a while (damaging one changes nothing)."""
+    with index.store.snapshot() as snap:
+        names = snap.conn.execute("SELECT name FROM segments WHERE retired_at IS NULL")
+        paths = [index.store.files.folder / f"{name}{suffix}" for (name,) in names]
+    return sorted(p for p in paths if p.exists())
+
+
 def test_repair_rebuilds_lost_graphs_and_damaged_segments(graph_index: Index) -> None:
-    folder = graph_index.store.files.folder
-    graphs = sorted(folder.glob("*.hnsw"))
-    segments = sorted(folder.glob("*.seg"))
+    graphs = _live(graph_index, ".hnsw")
+    segments = _live(graph_index, ".seg")
     assert graphs and segments
     before = [h.chunk_id for h in graph_index.search("query topic5 here", top_k=5, mode="lexical")]
     path = graph_index.path
@@ -122,7 +130,7 @@ def test_a_truncated_graph_is_ignored_and_repaired(graph_index: Index, caplog) -
     """Graph files are searched in place (mapped, not copied): one cut short by a crash or a
     full disk must be refused at open, never read past its end; searches are exact until
     `repair` rebuilds it."""
-    graph = sorted(graph_index.store.files.folder.glob("*.hnsw"))[0]
+    graph = _live(graph_index, ".hnsw")[0]
     graphs = graph_index.stats()["collections"]["default"]["segments"]["graphs"]
     query = "query topic5 here"
     path = graph_index.path
