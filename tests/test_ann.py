@@ -91,22 +91,22 @@ def test_deleted_chunks_and_filters_are_honoured(graph_index: Index) -> None:
         assert len({h.chunk_id for h in hits} & set(exact)) >= 8
 
 
-def _live(index: Index, suffix: str) -> list[Path]:
-    """The index's files of this kind that its manifest lists as live: files merged away stay
-    in the folder for readers of older versions for a while (damaging one changes nothing)."""
-    with index.store.snapshot() as snap:
+def _live(path: Path, suffix: str) -> list[Path]:
+    """A closed index's files of this kind that its manifest lists as live: files merged
+    away stay in the folder for readers of older versions for a minute, and closing may
+    finish a merge (damaging a file merged away changes nothing)."""
+    with Index(path, embedder=None, read_only=True) as index, index.store.snapshot() as snap:
         names = snap.conn.execute("SELECT name FROM segments WHERE retired_at IS NULL")
         paths = [index.store.files.folder / f"{name}{suffix}" for (name,) in names]
     return sorted(p for p in paths if p.exists())
 
 
 def test_repair_rebuilds_lost_graphs_and_damaged_segments(graph_index: Index) -> None:
-    graphs = _live(graph_index, ".hnsw")
-    segments = _live(graph_index, ".seg")
-    assert graphs and segments
     before = [h.chunk_id for h in graph_index.search("query topic5 here", top_k=5, mode="lexical")]
     path = graph_index.path
     graph_index.close()
+    graphs, segments = _live(path, ".hnsw"), _live(path, ".seg")
+    assert graphs and segments
     graphs[0].unlink()  # a lost graph: searched exactly until rebuilt
     segments[-1].write_bytes(b"RGLMSEG1" + b"\0" * 20)  # a damaged segment file
     with Index(path, embedder=Clustered()) as index:
@@ -130,11 +130,11 @@ def test_a_truncated_graph_is_ignored_and_repaired(graph_index: Index, caplog) -
     """Graph files are searched in place (mapped, not copied): one cut short by a crash or a
     full disk must be refused at open, never read past its end; searches are exact until
     `repair` rebuilds it."""
-    graph = _live(graph_index, ".hnsw")[0]
-    graphs = graph_index.stats()["collections"]["default"]["segments"]["graphs"]
     query = "query topic5 here"
     path = graph_index.path
     graph_index.close()
+    live = _live(path, ".hnsw")
+    graph, graphs = live[0], len(live)
     whole = graph.read_bytes()
     graph.write_bytes(whole[: len(whole) // 2])
     with Index(path, embedder=Clustered()) as index:
