@@ -219,6 +219,21 @@ def test_stop_writes_what_is_queued(notes: Path, tmp_path: Path) -> None:
         assert found(index, "queuedword7") == ["n7.md"]
 
 
+def test_stop_sweeps_once_more_for_events_not_yet_delivered(notes: Path, tmp_path: Path) -> None:
+    """Changes whose events the OS had not handed over when listening stopped (a busy
+    machine, a SIGTERM right after a burst of edits) are written by the last sweep: the
+    index ends equal to the folder."""
+    with Index(tmp_path / "i.db") as index:
+        watcher = Watcher(index, [notes])
+        watcher.start()
+        watcher._events.stop()  # nothing more is heard from the OS
+        write(notes / "late.md", "lateword")
+        (notes / "places.txt").unlink()
+        watcher.stop()
+        assert found(index, "lateword") == ["late.md"]
+        assert ids(index) == ["dragons.md", "late.md"]
+
+
 def test_what_events_miss_a_sweep_catches(notes: Path, tmp_path: Path) -> None:
     with Index(tmp_path / "i.db") as index, Watcher(index, [notes]) as watcher:
         watcher._events.stop()  # the OS stops telling (an overflow loses events)

@@ -6,7 +6,7 @@ in coalesced batches through the same file run as `ragloom index` (`Index.index_
 sweeps again after lost events and periodically. A change is written lexically first
 (searchable at once, its vectors pending) and its vectors are filled in small slices while
 the folder is quiet; vectors of unchanged text, a renamed file's included, are reused, never
-embedded again. `stop()` writes what is queued, then lets the lease go.
+embedded again. `stop()` writes what is queued, sweeps once more, then lets the lease go.
 """
 
 from __future__ import annotations
@@ -130,7 +130,9 @@ class Watcher:
         return report
 
     def stop(self, timeout: float = 60.0) -> None:
-        """Stop listening, write what is queued, release the lease."""
+        """Stop listening, write what is queued, sweep once more (events the OS had not
+        delivered when listening stopped are caught there: the index ends equal to the
+        folders), release the lease."""
         if self._events is not None:
             self._events.stop()
             self._events = None
@@ -138,7 +140,10 @@ class Watcher:
         self.queue.close()
         if self._thread is not None:
             self._thread.join(timeout)
+            drained = not self._thread.is_alive()
             self._thread = None
+            if drained:  # (never beside a batch still being written)
+                self._guarded(self._sweep_all)
         self.status.running = False
         self.marks.close()
         self._release()
