@@ -145,7 +145,7 @@ def test_a_truncated_graph_is_ignored_and_repaired(graph_index: Index, caplog) -
         assert index.stats()["collections"]["default"]["segments"]["graphs"] == graphs - 1
         index.repair()
         assert index.stats()["collections"]["default"]["segments"]["graphs"] == graphs
-        assert graph.stat().st_size == len(whole)
+        assert index.check() == []  # the rebuilt graph loads whole (its size may differ)
 
 
 def test_graphs_are_searched_in_place_not_copied(graph_index: Index) -> None:
