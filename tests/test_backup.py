@@ -8,6 +8,7 @@ import json
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -86,6 +87,8 @@ def test_backups_taken_during_writes_each_hold_one_committed_version(tmp_path: P
                 if len(written) > 20 * (len(folders) + 1):
                     folders.append(tmp_path / f"b{len(folders)}")
                     backup(path, folders[-1])  # another connection, as another process would
+                else:
+                    time.sleep(0.01)  # (a busy wait would hold the GIL from the writer)
         finally:
             stop.set()
             thread.join()

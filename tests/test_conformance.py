@@ -13,6 +13,7 @@ import json
 import subprocess
 import sys
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -318,7 +319,6 @@ def outcomes(index_path: Path) -> dict[str, dict[str, Outcome]]:
         runners: dict[str, Callable[[Case], Outcome]] = {
             "library": lambda c: run_library(index, c),
             "http": lambda c: run_http(client, c),
-            "cli": lambda c: run_cli(index_path, c),
             "langchain": lambda c: run_langchain(index, c),
             "langchain-http": lambda c: run_langchain(client, c),
             "llamaindex": lambda c: run_llamaindex(index, c),
@@ -329,6 +329,10 @@ def outcomes(index_path: Path) -> dict[str, dict[str, Outcome]]:
                 if applies(case, interface):
                     answers[interface][case.name] = run(case)
         client.close()
+    cli_cases = [case for case in CASES if applies(case, "cli")]
+    with ThreadPoolExecutor(4) as pool:  # a process a case: several start side by side
+        cli_outcomes = pool.map(lambda case: run_cli(index_path, case), cli_cases)
+        answers["cli"] = {case.name: got for case, got in zip(cli_cases, cli_outcomes)}
     answers["mcp"] = run_mcp(index_path, [c for c in CASES if applies(c, "mcp")])
     index.close()
     return answers
