@@ -291,7 +291,8 @@ def test_very_common_terms_read_by_chunk_number_score_the_same() -> None:
 
 def test_maxscore_is_tried_only_for_postings_mostly_read_by_chunk_number(monkeypatch) -> None:
     """A segment's query goes to MaxScore (share > 0) when at most 1 in MAXSCORE_WALKED of its
-    postings belong to terms in at most half the chunks, else window by window (share 0)."""
+    postings belong to terms in at most half the chunks, else window by window (share 0);
+    the common terms' weights by chunk number are built for MaxScore alone."""
     monkeypatch.setattr(topk, "PRUNE_WORK", 0)
     rng = np.random.default_rng(11)
     segment = _segment(rng, 6000, vocab=3000)
@@ -300,11 +301,12 @@ def test_maxscore_is_tried_only_for_postings_mostly_read_by_chunk_number(monkeyp
     rare = [t for t, c in counts.items() if 0 < c * topk.MAXSCORE_WALKED < segment.n // 8]
     mid = [t for t, c in counts.items() if segment.n // 10 < c < segment.n // 3]
     assert len(common) >= 2 and rare and mid  # what the test needs of the corpus
-    shares = []
+    shares, by_chunk = [], []
     real = kernels.score_top_pruned
 
     def spy(*args, **kw):
         shares.append(args[8])
+        by_chunk.append([x is not None for x in args[10]])
         return real(*args, **kw)
 
     monkeypatch.setattr(kernels, "score_top_pruned", spy)
@@ -315,11 +317,16 @@ def test_maxscore_is_tried_only_for_postings_mostly_read_by_chunk_number(monkeyp
         (mid[:3], False),
     ):
         shares.clear()
+        by_chunk.clear()
+        segment.cache.clear()
         stats = _stats(segment, terms)
         got = search([Target(segment, None)], terms, 10, stats, BM25Params())
+        assert shares == [topk.MAXSCORE_SHARE if tried else 0], (terms, tried)
+        assert by_chunk == [[tried and t in common for t in terms]]
+        built = {key[1] for key in segment.cache if key[0] == "by_chunk"}
+        assert built == ({t for t in terms if t in common} if tried else set())
         want = search([Target(segment, None)], terms, 10, stats, BM25Params(), prune=False)
         assert got[0].tolist() == want[0].tolist() and got[1].tolist() == want[1].tolist()
-        assert shares == [topk.MAXSCORE_SHARE if tried else 0], (terms, tried)
 
 
 @pytest.mark.parametrize("k1,b", [(0.9, 0.4), (1.2, 0.75), (2.0, 0.0), (0.0, 1.0), (1.5, 1.0)])
@@ -327,9 +334,9 @@ def test_compiled_weights_equal_numpys_to_the_last_bit(k1: float, b: float, monk
     """A term's facts from the compiled pass (one pass, the segment's length norms read by
     chunk) are numpy's, bit for bit, on a varied segment: `bm25_weights`' weights, the
     maxima of `np.maximum.reduceat` over blocks, the minimum, the weights by chunk number for
-    a term in more than half the chunks (and none for the rest)."""
+    a term in more than half the chunks (`common`)."""
     from ragloom.lexical.bm25 import bm25_weights
-    from ragloom.lexical.term_weights import DENSE_SHARE, length_norms
+    from ragloom.lexical.term_weights import DENSE_SHARE, length_norms, weights_by_chunk
 
     rng = np.random.default_rng(int(k1 * 10 + b * 100))
     segment = _segment(rng, 3000, vocab=400)
@@ -349,18 +356,16 @@ def test_compiled_weights_equal_numpys_to_the_last_bit(k1: float, b: float, monk
         dense = len(docs) > DENSE_SHARE * segment.n
         dense_terms += dense
         norm = length_norms(segment, stats, params)
-        weights, maxima, least, by_chunk = kernels.weigh(
-            docs, tfs, norm, stats.idf[term], k1, segment.n if dense else 0
-        )
+        weights, maxima, least = kernels.weigh(docs, tfs, norm, stats.idf[term], k1)
         assert weights.tobytes() == numpy_weights.tobytes()
         assert maxima.tobytes() == numpy_maxima.tobytes()
         assert least == float(numpy_weights.min())
-        assert by_chunk is None if not dense else by_chunk.tobytes() == numpy_dense.tobytes()
         facts = term_facts(segment, stats, params, term)  # what every search reads
         assert facts.weights.tobytes() == numpy_weights.tobytes()
         assert facts.maxima.tobytes() == numpy_maxima.tobytes() and facts.least == least
-        assert (facts.dense is None) == (not dense)
-        assert facts.docs.tobytes() == docs.tobytes()
+        assert facts.common == dense and facts.docs.tobytes() == docs.tobytes()
+        by_chunk = weights_by_chunk(segment, stats, params, term)
+        assert by_chunk.tobytes() == numpy_dense.tobytes()
     assert dense_terms >= 2, "the segment must have terms in more than half its chunks"
     compiled = {key: value for key, value in segment.cache.items() if key[0] == "facts"}
     segment.cache.clear()
@@ -370,5 +375,4 @@ def test_compiled_weights_equal_numpys_to_the_last_bit(k1: float, b: float, monk
         assert by_numpy.span == facts.span and by_numpy.least == facts.least
         for name in ("docs", "weights", "maxima"):
             assert getattr(by_numpy, name).tobytes() == getattr(facts, name).tobytes()
-        assert (by_numpy.dense is None) == (facts.dense is None)
-        assert facts.dense is None or by_numpy.dense.tobytes() == facts.dense.tobytes()
+        assert by_numpy.common == facts.common

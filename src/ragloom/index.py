@@ -374,9 +374,13 @@ class Index:
         """Chunks waiting for vectors, over every collection."""
         return pending_vectors(self.store)
 
-    def warm(self) -> None:
-        """Load the compiled kernels, and every collection's segments and model, now."""
-        warm(self.store, self.models)
+    def warm(self, wait: bool = False) -> None:
+        """Load the compiled kernels, and every collection's segments and model, now; the
+        most common terms' BM25 weights are built meanwhile on a thread of their own
+        (`wait`: before this returns)."""
+        builder = warm(self.store, self.models)
+        if wait:
+            builder.join()
 
     def check(self) -> list[str]:
         """Verify the index (file integrity; documents, chunks, postings, statistics and

@@ -3,6 +3,8 @@ the statistics of every collection, each read from one version of the index."""
 
 from __future__ import annotations
 
+import logging
+import threading
 from contextlib import suppress
 from typing import Any
 
@@ -16,6 +18,8 @@ from ragloom.lexical import kernels
 from ragloom.retrieval.search_options import SearchOptions
 from ragloom.store.base import Store
 from ragloom.store.records import StoredDocument
+
+log = logging.getLogger("ragloom.search")
 
 
 def configure(ingest: Ingest, collection: str, changes: dict[str, Any]) -> CollectionConfig:
@@ -89,8 +93,9 @@ def index_stats(store: Store, path: Any) -> dict[str, Any]:
     return out
 
 
-def warm(store: Store, models: Embedders) -> None:
-    """Load the compiled kernels, and every collection's segments and model, now. A model
+def warm(store: Store, models: Embedders) -> threading.Thread:
+    """Load the compiled kernels, and every collection's segments and model, now, and start
+    building the most common terms' weights on a thread of its own (returned). A model
     that cannot be loaded here (one given to another process's library, a mismatch) is left
     for the searches that need it to report: lexical searches do not."""
     kernels.available()
@@ -101,6 +106,22 @@ def warm(store: Store, models: Embedders) -> None:
             reader = snap.collection(name)
             with suppress(InputError, ModelUnavailable):
                 models.for_collection(name, reader.info.config.get("embedding"), reader.size() > 0)
+    builder = threading.Thread(target=_warm_terms, args=(store,), name="ragloom-warm-terms")
+    builder.daemon = True
+    builder.start()
+    return builder
+
+
+def _warm_terms(store: Store) -> None:
+    """Every collection's `CollectionReader.warm_lexical`, off the caller's thread: the first
+    searches after open find the common terms' weights built (or build them themselves)."""
+    try:
+        with store.snapshot() as snap:
+            for name in snap.collections():
+                reader = snap.collection(name)
+                reader.warm_lexical(reader.config.bm25)
+    except Exception as exc:  # (closed meanwhile: nothing is lost, searches build them)
+        log.debug("common terms not warmed: %s", exc)
 
 
 def pending_vectors(store: Store) -> int:

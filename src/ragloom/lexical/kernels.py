@@ -91,10 +91,7 @@ def _compile(njit: Callable, pieces: list[tuple[Any, str]]) -> dict[str, Callabl
         for tf_type in (np.uint16, np.uint32):
             tfs = np.ones(2, tf_type)
             tfs.setflags(write=writable)
-            for n in (0, 2):  # weights alone, and by chunk number too
-                compiled["weigh"](
-                    docs, tfs, np.ones(2), 1.0, 2.0, 128, np.empty(2), np.empty(1), np.zeros(n)
-                )
+            compiled["weigh"](docs, tfs, np.ones(2), 1.0, 2.0, 128, np.empty(2), np.empty(1))
     return compiled
 
 
@@ -124,32 +121,29 @@ def ready() -> bool:
 
 
 def weigh(
-    docs: np.ndarray, tfs: np.ndarray, norm: np.ndarray, idf: float, k1: float, n: int = 0
-) -> tuple[np.ndarray, np.ndarray, float, np.ndarray | None]:
+    docs: np.ndarray, tfs: np.ndarray, norm: np.ndarray, idf: float, k1: float
+) -> tuple[np.ndarray, np.ndarray, float]:
     """A term's BM25 weights at its postings and what the top k derives from them, in one
     compiled pass: (weights, their maxima over blocks of `cursors.BLOCK_SIZE`, the smallest
-    weight (0.0 for none), the weights by chunk number in a segment of `n` chunks, or None
-    for `n` 0). `norm` is the segment's k1*(1-b+b*len/avgdl) by chunk number, so the weights
-    are `bm25_weights`' own arithmetic in its order (the same bits); maxima and minimum are
-    exact. A term's first use after open reads its postings once, not five times."""
+    weight (0.0 for none)). `norm` is the segment's k1*(1-b+b*len/avgdl) by chunk number, so
+    the weights are `bm25_weights`' own arithmetic in its order (the same bits); maxima and
+    minimum are exact. A term's first use after open reads its postings once, not five times."""
     compiled = _kernels.get()
     if compiled is None:
         raise RuntimeError("the compiled kernels are not available")
     out = np.empty(len(docs), np.float64)
     maxima = np.empty(-(-len(docs) // cursors.BLOCK_SIZE), np.float64)
-    dense = np.zeros(n, np.float64)
     least = compiled["weigh"](
-        docs, tfs, norm, float(idf), float(k1) + 1.0, cursors.BLOCK_SIZE, out, maxima, dense
+        docs, tfs, norm, float(idf), float(k1) + 1.0, cursors.BLOCK_SIZE, out, maxima
     )
-    return out, maxima, least, dense if n else None
+    return out, maxima, least
 
 
 # The kernels as plain Python: `_load` compiles them.
 
 
-def _weigh(docs, tfs, norm, idf, k1_plus_one, block, out, maxima, dense):  # pragma: no cover
+def _weigh(docs, tfs, norm, idf, k1_plus_one, block, out, maxima):  # pragma: no cover
     least = np.inf if docs.shape[0] else 0.0
-    by_chunk = dense.shape[0] > 0
     for b in range(maxima.shape[0]):
         top = -np.inf
         for j in range(b * block, min((b + 1) * block, docs.shape[0])):
@@ -158,8 +152,6 @@ def _weigh(docs, tfs, norm, idf, k1_plus_one, block, out, maxima, dense):  # pra
             out[j] = weight
             top = max(top, weight)
             least = min(least, weight)
-            if by_chunk:
-                dense[docs[j]] = weight
         maxima[b] = top
     return least
 

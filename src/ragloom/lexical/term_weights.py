@@ -1,8 +1,8 @@
 """A term's BM25 weights in one segment and what the top k derives from them (block maxima,
-smallest weight, weights by chunk number, its postings' span), built together in one pass
-and remembered in the segment's cache under the version's statistics: a read-mostly index
-answers many queries with the same N and lengths. Pure numeric code; the statistics come
-from the caller.
+smallest weight, its postings' span), built together in one pass, and a very common term's
+weights by chunk number, built when a search first reads them; all remembered in the
+segment's cache under the version's statistics: a read-mostly index answers many queries
+with the same N and lengths. Pure numeric code; the statistics come from the caller.
 """
 
 from __future__ import annotations
@@ -70,16 +70,16 @@ def length_norms(segment: Segment, stats: Stats, params: BM25Params) -> np.ndarr
 class TermFacts:
     """What the top k reads of one term in one segment: its postings' span in the segment's
     arrays, its chunks and BM25 weights, their exact maxima over blocks of
-    `cursors.BLOCK_SIZE` (1/128 of their size), the smallest weight (0.0 for none), and for a
-    term in more than `DENSE_SHARE` of the chunks its weights by chunk number (MaxScore reads
-    a chunk's weight there in one look-up; at most twice the weights' memory), else None."""
+    `cursors.BLOCK_SIZE` (1/128 of their size), the smallest weight (0.0 for none), and
+    whether the term is in more than `DENSE_SHARE` of the chunks (`common`: MaxScore reads
+    its weights by chunk number, `weights_by_chunk`, in one look-up a chunk)."""
 
     span: tuple[int, int]
     docs: np.ndarray
     weights: np.ndarray
     maxima: np.ndarray
     least: float
-    dense: np.ndarray | None
+    common: bool
 
 
 def term_facts(segment: Segment, stats: Stats, params: BM25Params, term: int) -> TermFacts:
@@ -92,15 +92,28 @@ def term_facts(segment: Segment, stats: Stats, params: BM25Params, term: int) ->
         i = segment.term_index(int(term))
         lo, hi = (int(segment.ptr[i]), int(segment.ptr[i + 1])) if i >= 0 else (0, 0)
         docs, tfs = segment.docs[lo:hi], segment.tfs[lo:hi]
-        n = segment.n if hi - lo > DENSE_SHARE * segment.n else 0
         if kernels.ready():
             norm = length_norms(segment, stats, params)
-            weighed = kernels.weigh(docs, tfs, norm, stats.idf[term], params.k1, n)
+            weighed = kernels.weigh(docs, tfs, norm, stats.idf[term], params.k1)
         else:
-            weighed = _weigh_by_numpy(segment, docs, tfs, stats.idf[term], stats.avgdl, params, n)
-        facts = TermFacts((lo, hi), docs, *weighed)
+            weighed = _weigh_by_numpy(segment, docs, tfs, stats.idf[term], stats.avgdl, params)
+        facts = TermFacts((lo, hi), docs, *weighed, hi - lo > DENSE_SHARE * segment.n)
         _remember(segment, key, facts)
     return facts
+
+
+def weights_by_chunk(segment: Segment, stats: Stats, params: BM25Params, term: int) -> np.ndarray:
+    """A term's weights by chunk number (0.0 where a chunk lacks it), built from its
+    `TermFacts` the first time a search reads them and remembered beside them: only MaxScore
+    and scoring listed chunks read them, so a query the windows answer never writes the
+    segment's n floats (most of a very common term's first use after open at 1M)."""
+    key = _key("by_chunk", term, stats, params)
+    weights = segment.cache.get(key)
+    if weights is None:
+        facts = term_facts(segment, stats, params, term)
+        weights = kernels.by_chunk(facts.docs, facts.weights, segment.n)
+        _remember(segment, key, weights)
+    return weights
 
 
 def _weigh_by_numpy(
@@ -110,14 +123,13 @@ def _weigh_by_numpy(
     idf: float,
     avgdl: float,
     params: BM25Params,
-    n: int,
-) -> tuple[np.ndarray, np.ndarray, float, np.ndarray | None]:
+) -> tuple[np.ndarray, np.ndarray, float]:
     """`kernels.weigh`'s answer by numpy (the compiled kernels are not loaded: a small index)."""
     weights = bm25_weights(tfs.astype(np.float64), segment.lengths[docs], idf, avgdl, params)
     if not len(weights):
-        return weights, weights, 0.0, None
+        return weights, weights, 0.0
     maxima = np.maximum.reduceat(weights, np.arange(0, len(weights), cursors.BLOCK_SIZE))
-    return weights, maxima, float(weights.min()), kernels.by_chunk(docs, weights, n) if n else None
+    return weights, maxima, float(weights.min())
 
 
 def known_facts(segment: Segment, stats: Stats, params: BM25Params, term: int) -> TermFacts | None:

@@ -23,7 +23,13 @@ import numpy as np
 
 from ragloom.lexical import kernels
 from ragloom.lexical.bm25 import BM25Params, bm25_weights
-from ragloom.lexical.term_weights import Stats, known_facts, term_facts, term_weights
+from ragloom.lexical.term_weights import (
+    Stats,
+    known_facts,
+    term_facts,
+    term_weights,
+    weights_by_chunk,
+)
 from ragloom.segments.segment import BLOCK, Segment
 
 SMALL_SEGMENT = 16384  # below this many chunks, scoring everything is cheaper than pruning
@@ -95,8 +101,8 @@ def _score_docs(
             if len(weights):
                 scores[hit] += weights
             continue
-        if facts.dense is not None:
-            scores += facts.dense[docs]
+        if facts.common:
+            scores += weights_by_chunk(segment, stats, params, term)[docs]
             continue
         hit, at = _found_at(facts.docs, keys)
         if len(at):
@@ -261,8 +267,12 @@ def _kernel_into(
         postings = [(f.docs, f.weights) for f in facts]
         docs, scores = kernels.score_top(segment.n, postings, target.eligible, best.k)
     else:
-        walked = sum(f.span[1] - f.span[0] for f in facts if f.dense is None)
+        walked = sum(f.span[1] - f.span[0] for f in facts if not f.common)
         share = MAXSCORE_SHARE if walked * MAXSCORE_WALKED <= work else 0
+        by_chunk = [  # (read only by MaxScore: built for it alone)
+            weights_by_chunk(segment, stats, params, t) if share and f.common else None
+            for t, f in zip(terms, facts, strict=True)
+        ]
         docs, scores = kernels.score_top_pruned(
             segment.docs,
             [f.span for f in facts],
@@ -274,7 +284,7 @@ def _kernel_into(
             best.threshold,
             share,
             [f.least for f in facts],
-            [f.dense for f in facts],
+            by_chunk,
         )
     best.offer(segment.rows[docs], scores)
 

@@ -99,6 +99,11 @@ class CollectionReader(ABC):
     def chunk_documents(self) -> dict[int, str]:
         """Chunk row id -> document id, for the whole collection (evaluation)."""
 
+    def warm_lexical(self, params: BM25Params) -> int:
+        """Build the most common terms' BM25 weights ahead of the searches (`Index.warm`);
+        returns the bytes built. Nothing for a store whose lexical leg runs in SQL."""
+        return 0
+
     def missing_shards(self) -> list[str]:
         """The shards of a shard set this reader could not reach (each named, with why);
         empty for a store of one piece."""

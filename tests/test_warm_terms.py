@@ -1,0 +1,95 @@
+"""The most common terms' BM25 weights built ahead (`Index.warm`, `bm25_search.warm_view`):
+the terms with the longest postings first, within the byte budget, keyed as the searches key
+them (a search of a warmed term builds nothing), and the answers unchanged."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ragloom import Document, Index
+from ragloom.lexical import bm25_search
+from ragloom.lexical.term_weights import TermFacts
+
+
+def _words(rng: np.random.Generator, count: int) -> str:
+    """Zipf-distributed words: a few terms are in most chunks, most in few."""
+    return " ".join(f"w{int(w)}" for w in np.minimum(rng.zipf(1.4, size=count), 3000))
+
+
+@pytest.fixture
+def index(tmp_path: Path):
+    rng = np.random.default_rng(3)
+    index = Index(tmp_path / "warm.db", embedder=None)
+    index.add([Document(f"d{i}", _words(rng, int(rng.integers(8, 40)))) for i in range(3000)])
+    index.optimize()  # (its own segment)
+    index.add([Document(f"e{i}", _words(rng, int(rng.integers(8, 40)))) for i in range(800)])
+    yield index
+    index.close()
+
+
+def _facts(index: Index) -> dict[tuple, TermFacts]:
+    """Every segment's cached term facts, by (segment's place, "facts", term, statistics)."""
+    with index.store.snapshot() as snap:
+        parts = snap.collection("default").view.parts
+    return {
+        (place, *key): value
+        for place, part in enumerate(parts)
+        for key, value in part.segment.cache.items()
+        if key[0] == "facts"
+    }
+
+
+def _cold_answers(path: Path, queries: list[str]) -> list[list[tuple[str, float]]]:
+    with Index(path, embedder=None, read_only=True) as cold:
+        return [
+            [(h.chunk_id, h.score) for h in cold.search(q, top_k=10, mode="lexical")]
+            for q in queries
+        ]
+
+
+def test_the_longest_postings_are_built_within_the_budget(index: Index) -> None:
+    with index.store.snapshot() as snap:
+        reader = snap.collection("default")
+        parts = reader.view.parts
+        assert len(parts) == 2, "the test needs two segments"
+        for part in parts:
+            part.segment.cache.clear()
+        sizes = sorted((int(d) for part in parts for d in np.diff(part.segment.ptr)), reverse=True)
+        budget = 8 * sum(sizes[:25]) + 4  # room for the 25 longest postings, not the 26th
+        built = bm25_search.warm_view(reader.view, reader.config.bm25, budget)
+    facts = _facts(index)
+    assert built == 8 * sum(sizes[:25]) == 8 * sum(len(f.docs) for f in facts.values())
+    assert sorted((len(f.docs) for f in facts.values()), reverse=True) == sizes[:25]
+
+
+def test_a_search_of_warmed_terms_builds_nothing_and_answers_the_same(index: Index) -> None:
+    index.warm(wait=True)
+    warmed = _facts(index)
+    longest = sorted(warmed, key=lambda key: -len(warmed[key].docs))
+    common = list(dict.fromkeys(key[2] for key in longest))[:6]  # (name, "facts", term, ...)
+    assert len(common) >= 3
+    with index.store.snapshot() as snap:
+        ids = snap.term_id_map([f"w{w}" for w in range(1, 3001)])
+    words = {i: word for word, i in ids.items()}
+    queries = [f"{words[a]} {words[b]}" for a, b in zip(common, common[1:])]
+    answers = [
+        [(h.chunk_id, h.score) for h in index.search(q, top_k=10, mode="lexical")] for q in queries
+    ]
+    assert _facts(index).keys() == warmed.keys()  # the searches' keys: nothing built anew
+    assert answers == _cold_answers(index.path, queries)
+
+
+def test_closing_while_the_terms_are_built_loses_nothing(tmp_path: Path) -> None:
+    rng = np.random.default_rng(4)
+    path = tmp_path / "close.db"
+    with Index(path, embedder=None) as index:
+        index.add([Document(f"d{i}", _words(rng, 20)) for i in range(500)])
+    for _ in range(3):
+        index = Index(path, embedder=None)
+        index.warm()  # (not waited for)
+        index.close()
+    with Index(path, embedder=None) as index:
+        assert index.check() == [] and index.stats()["collections"]["default"]["chunks"] == 500
