@@ -48,11 +48,9 @@ T = TypeVar("T")
 
 
 class Index:
-    """An index: `add`/`index_path` documents, `delete` them, `search` them.
-
-    Safe to share between threads. Each search reads one committed version of the index;
-    writes are serialized and visible to searches once committed.
-    """
+    """An index: `add`/`index_path` documents, `delete` them, `search` them. Safe to share
+    between threads: each search reads one committed version of the index; writes are
+    serialized and visible to searches once committed."""
 
     def __init__(
         self,
@@ -375,12 +373,9 @@ class Index:
         return pending_vectors(self.store)
 
     def warm(self, wait: bool = False) -> None:
-        """Load the compiled kernels, and every collection's segments and model, now; the
-        most common terms' BM25 weights are built meanwhile on a thread of their own
-        (`wait`: before this returns)."""
-        builder = warm(self.store, self.models)
-        if wait:
-            builder.join()
+        """Load the compiled kernels, and every collection's segments and model, now; build
+        the most common terms' BM25 weights on a thread of their own (`wait`: done first)."""
+        warm(self.store, self.models, wait)
 
     def check(self) -> list[str]:
         """Verify the index (file integrity; documents, chunks, postings, statistics and

@@ -93,9 +93,9 @@ def index_stats(store: Store, path: Any) -> dict[str, Any]:
     return out
 
 
-def warm(store: Store, models: Embedders) -> threading.Thread:
-    """Load the compiled kernels, and every collection's segments and model, now, and start
-    building the most common terms' weights on a thread of its own (returned). A model
+def warm(store: Store, models: Embedders, wait: bool = False) -> None:
+    """Load the compiled kernels, and every collection's segments and model, now, and build
+    the most common terms' weights on a thread of its own (`wait`: joined). A model
     that cannot be loaded here (one given to another process's library, a mismatch) is left
     for the searches that need it to report: lexical searches do not."""
     kernels.available()
@@ -109,7 +109,8 @@ def warm(store: Store, models: Embedders) -> threading.Thread:
     builder = threading.Thread(target=_warm_terms, args=(store,), name="ragloom-warm-terms")
     builder.daemon = True
     builder.start()
-    return builder
+    if wait:
+        builder.join()
 
 
 def _warm_terms(store: Store) -> None:
