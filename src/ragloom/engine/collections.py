@@ -94,11 +94,14 @@ def index_stats(store: Store, path: Any) -> dict[str, Any]:
 
 
 def warm(store: Store, models: Embedders, wait: bool = False) -> None:
-    """Load the compiled kernels, and every collection's segments and model, now, and build
-    the most common terms' weights on a thread of its own (`wait`: joined). A model
+    """Load the compiled kernels, and every collection's segments and model, now, while a
+    thread of its own builds the most common terms' weights (`wait`: joined). A model
     that cannot be loaded here (one given to another process's library, a mismatch) is left
     for the searches that need it to report: lexical searches do not."""
-    kernels.available()
+    kernels.available()  # (the builder's weighing kernel first)
+    builder = threading.Thread(target=_warm_terms, args=(store,), name="ragloom-warm-terms")
+    builder.daemon = True
+    builder.start()
     dots.compiled()
     topn.compiled()
     with store.snapshot() as snap:
@@ -106,9 +109,6 @@ def warm(store: Store, models: Embedders, wait: bool = False) -> None:
             reader = snap.collection(name)
             with suppress(InputError, ModelUnavailable):
                 models.for_collection(name, reader.info.config.get("embedding"), reader.size() > 0)
-    builder = threading.Thread(target=_warm_terms, args=(store,), name="ragloom-warm-terms")
-    builder.daemon = True
-    builder.start()
     if wait:
         builder.join()
 
