@@ -15,7 +15,7 @@ from ragloom.retrieval.search_options import SearchOptions
 from ragloom.store.base import CollectionReader, Snapshot
 from ragloom.store.records import StoredChunk
 from ragloom.text import Tokenizer, analyzer_for
-from ragloom.text.highlight import match_spans, matched_terms
+from ragloom.text.highlight import matches
 from ragloom.timing import timed
 from ragloom.types import Hit
 
@@ -206,5 +206,6 @@ def explain_matches(hits: Sequence[Hit], tokenizer: Tokenizer, terms: list[str])
     [start, end] offsets into the hit's text of the words that matched)."""
     for hit in hits:
         if hit.explain is not None:
-            hit.explain["matched_terms"] = matched_terms(tokenizer, terms, hit.text)
-            hit.explain["highlights"] = [list(s) for s in match_spans(tokenizer, terms, hit.text)]
+            found, spans = matches(tokenizer, terms, hit.text)
+            hit.explain["matched_terms"] = found
+            hit.explain["highlights"] = [list(span) for span in spans]

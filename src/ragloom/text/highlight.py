@@ -14,21 +14,19 @@ _WORD = re.compile(r"[^\W_]+")
 _IDENTIFIER = re.compile(r"\w+")
 
 
-def match_spans(tokenizer: Tokenizer, terms: list[str], text: str) -> list[tuple[int, int]]:
-    """(start, end) offsets into `text` of the words whose index terms are among the query's
-    `terms` (as `tokenizer` analyses the query)."""
+def matches(
+    tokenizer: Tokenizer, terms: list[str], text: str
+) -> tuple[list[str], list[tuple[int, int]]]:
+    """(the query's index `terms` that occur in `text`, in query order, each once; the
+    (start, end) offsets into `text` of the words whose index terms are among them, as
+    `tokenizer` analyses the query)."""
+    present = set(tokenizer.terms(text))
+    found = list(dict.fromkeys(t for t in terms if t in present))
     wanted = set(terms)
     if not wanted:
-        return []
+        return found, []
     pattern = _IDENTIFIER if tokenizer.config.split_identifiers else _WORD
-    spans = []
-    for match in pattern.finditer(text):
-        if wanted.intersection(tokenizer.terms(match.group())):
-            spans.append(match.span())
-    return spans
-
-
-def matched_terms(tokenizer: Tokenizer, terms: list[str], text: str) -> list[str]:
-    """The query's index `terms` that occur in `text`, in query order, each once."""
-    present = set(tokenizer.terms(text))
-    return list(dict.fromkeys(t for t in terms if t in present))
+    spans = [
+        m.span() for m in pattern.finditer(text) if wanted.intersection(tokenizer.terms(m.group()))
+    ]
+    return found, spans
