@@ -99,9 +99,11 @@ def warm(store: Store, models: Embedders, wait: bool = False) -> None:
     that cannot be loaded here (one given to another process's library, a mismatch) is left
     for the searches that need it to report: lexical searches do not."""
     kernels.available()  # (the builder's weighing kernel first)
-    builder = threading.Thread(target=_warm_terms, args=(store,), name="ragloom-warm-terms")
-    builder.daemon = True
-    builder.start()
+    builder = None
+    if store.lexical_in_process:  # (a store scoring BM25 in SQL has nothing to build)
+        builder = threading.Thread(target=_warm_terms, args=(store,), name="ragloom-warm-terms")
+        builder.daemon = True
+        builder.start()
     dots.compiled()
     topn.compiled()
     with store.snapshot() as snap:
@@ -109,7 +111,7 @@ def warm(store: Store, models: Embedders, wait: bool = False) -> None:
             reader = snap.collection(name)
             with suppress(InputError, ModelUnavailable):
                 models.for_collection(name, reader.info.config.get("embedding"), reader.size() > 0)
-    if wait:
+    if wait and builder is not None:
         builder.join()
 
 

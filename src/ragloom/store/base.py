@@ -301,6 +301,7 @@ class Store(ABC):
 
     location: str  # for messages: a file path or a database URL without password
     read_only: bool = False
+    lexical_in_process: bool = False  # BM25 scored here, from segments (`warm_lexical`)
 
     @abstractmethod
     def snapshot(self) -> AbstractContextManager[Snapshot]:
