@@ -4,6 +4,7 @@ them (a search of a warmed term builds nothing), and the answers unchanged."""
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -82,14 +83,38 @@ def test_a_search_of_warmed_terms_builds_nothing_and_answers_the_same(index: Ind
     assert answers == _cold_answers(index.path, queries)
 
 
-def test_closing_while_the_terms_are_built_loses_nothing(tmp_path: Path) -> None:
+def test_the_builder_reads_nothing_of_a_closed_index(tmp_path: Path, monkeypatch) -> None:
+    """The builder works on the views' segments alone: an index closed while it runs (its
+    connections gone) takes nothing from under it, and nothing is lost."""
     rng = np.random.default_rng(4)
     path = tmp_path / "close.db"
     with Index(path, embedder=None) as index:
         index.add([Document(f"d{i}", _words(rng, 20)) for i in range(500)])
-    for _ in range(3):
-        index = Index(path, embedder=None)
-        index.warm()  # (not waited for)
-        index.close()
+    closed, built, failures = threading.Event(), [], []
+    real = bm25_search.warm_view
+
+    def after_close(view, params, budget=bm25_search.WARM_BYTES):
+        assert closed.wait(30)
+        built.append(real(view, params, budget))
+
+    monkeypatch.setattr(bm25_search, "warm_view", after_close)
+    monkeypatch.setattr(threading, "excepthook", lambda args: failures.append(args.exc_value))
+    index = Index(path, embedder=None)
+    opened_by = []  # the threads that open a snapshot of the store
+    snapshot = index.store.snapshot
+
+    def spied():
+        opened_by.append(threading.current_thread().name)
+        return snapshot()
+
+    monkeypatch.setattr(index.store, "snapshot", spied)
+    index.warm()  # (not waited for)
+    builders = [t for t in threading.enumerate() if t.name == "ragloom-warm-terms"]
+    index.close()
+    closed.set()
+    for builder in builders:
+        builder.join(30)
+    assert builders and not failures and built and built[0] > 0
+    assert opened_by and "ragloom-warm-terms" not in opened_by  # no snapshot, no connection
     with Index(path, embedder=None) as index:
         assert index.check() == [] and index.stats()["collections"]["default"]["chunks"] == 500

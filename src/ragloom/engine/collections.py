@@ -3,7 +3,6 @@ the statistics of every collection, each read from one version of the index."""
 
 from __future__ import annotations
 
-import logging
 import threading
 from contextlib import suppress
 from typing import Any
@@ -14,12 +13,12 @@ from ragloom.engine.documents import check_collection_name
 from ragloom.engine.embedders import Embedders
 from ragloom.engine.ingest import Ingest
 from ragloom.errors import InputError, ModelUnavailable
-from ragloom.lexical import kernels
+from ragloom.lexical import bm25_search, kernels
+from ragloom.lexical.bm25 import BM25Params
 from ragloom.retrieval.search_options import SearchOptions
+from ragloom.segments.view import CollectionView
 from ragloom.store.base import Store
 from ragloom.store.records import StoredDocument
-
-log = logging.getLogger("ragloom.search")
 
 
 def configure(ingest: Ingest, collection: str, changes: dict[str, Any]) -> CollectionConfig:
@@ -99,10 +98,15 @@ def warm(store: Store, models: Embedders, wait: bool = False) -> None:
     that cannot be loaded here (one given to another process's library, a mismatch) is left
     for the searches that need it to report: lexical searches do not."""
     kernels.available()  # (the builder's weighing kernel first)
-    builder = None
-    if store.lexical_in_process:  # (a store scoring BM25 in SQL has nothing to build)
-        builder = threading.Thread(target=_warm_terms, args=(store,), name="ragloom-warm-terms")
-        builder.daemon = True
+    with store.snapshot() as snap:
+        readers = [snap.collection(name) for name in snap.collections()]
+        views = [(r.segments_view(), r.config.bm25) for r in readers]
+    # The builder reads the views' segments only, never the store: closing the index
+    # meanwhile takes nothing from under it.
+    wanted = [(view, params) for view, params in views if view is not None]
+    builder = threading.Thread(target=_warm_terms, args=(wanted,), name="ragloom-warm-terms")
+    builder.daemon = True
+    if wanted:
         builder.start()
     dots.compiled()
     topn.compiled()
@@ -111,20 +115,15 @@ def warm(store: Store, models: Embedders, wait: bool = False) -> None:
             reader = snap.collection(name)
             with suppress(InputError, ModelUnavailable):
                 models.for_collection(name, reader.info.config.get("embedding"), reader.size() > 0)
-    if wait and builder is not None:
+    if wait and wanted:
         builder.join()
 
 
-def _warm_terms(store: Store) -> None:
-    """Every collection's `CollectionReader.warm_lexical`, off the caller's thread: the first
-    searches after open find the common terms' weights built (or build them themselves)."""
-    try:
-        with store.snapshot() as snap:
-            for name in snap.collections():
-                reader = snap.collection(name)
-                reader.warm_lexical(reader.config.bm25)
-    except Exception as exc:  # (closed meanwhile: nothing is lost, searches build them)
-        log.debug("common terms not warmed: %s", exc)
+def _warm_terms(views: list[tuple[CollectionView, BM25Params]]) -> None:
+    """Each view's most common terms' weights (`bm25_search.warm_view`), off the caller's
+    thread: the first searches after open find them built (or build them themselves)."""
+    for view, params in views:
+        bm25_search.warm_view(view, params)
 
 
 def pending_vectors(store: Store) -> int:

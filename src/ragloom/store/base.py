@@ -20,6 +20,7 @@ import numpy as np
 
 from ragloom.filters import FilterNode
 from ragloom.lexical.bm25 import BM25Params
+from ragloom.segments.view import CollectionView
 from ragloom.store.records import (
     ChunkTerms,
     CollectionInfo,
@@ -99,10 +100,11 @@ class CollectionReader(ABC):
     def chunk_documents(self) -> dict[int, str]:
         """Chunk row id -> document id, for the whole collection (evaluation)."""
 
-    def warm_lexical(self, params: BM25Params) -> int:
-        """Build the most common terms' BM25 weights ahead of the searches (`Index.warm`);
-        returns the bytes built. Nothing for a store whose lexical leg runs in SQL."""
-        return 0
+    def segments_view(self) -> CollectionView | None:
+        """This version's segments, when the lexical leg scores them in this process (their
+        common terms' weights can be built ahead: `Index.warm`); None for a store that
+        scores BM25 in SQL."""
+        return None
 
     def missing_shards(self) -> list[str]:
         """The shards of a shard set this reader could not reach (each named, with why);
@@ -301,7 +303,6 @@ class Store(ABC):
 
     location: str  # for messages: a file path or a database URL without password
     read_only: bool = False
-    lexical_in_process: bool = False  # BM25 scored here, from segments (`warm_lexical`)
 
     @abstractmethod
     def snapshot(self) -> AbstractContextManager[Snapshot]:

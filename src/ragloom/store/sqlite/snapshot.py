@@ -14,7 +14,6 @@ from ragloom.dense import cosine_search
 from ragloom.errors import NotFound
 from ragloom.filters import FilterNode
 from ragloom.lexical import bm25_search
-from ragloom.lexical.bm25 import BM25Params
 from ragloom.segments.view import CollectionView
 from ragloom.store.base import CollectionReader, DenseQuery, LexicalQuery, Ranked
 from ragloom.store.document_text import text_hash
@@ -50,8 +49,8 @@ class SQLiteCollection(CollectionReader):
             self.view, ids, k, query.params, query.where, query.where_key, weights
         )
 
-    def warm_lexical(self, params: BM25Params) -> int:
-        return bm25_search.warm_view(self.view, params)
+    def segments_view(self) -> CollectionView:
+        return self.view
 
     def document_frequencies(self, terms: Sequence[str]) -> tuple[dict[str, int], int]:
         vocab = self.snapshot.term_id_map(terms)

@@ -30,8 +30,6 @@ class SQLiteStore(SQLiteDatabase, Store):
     """An index file: snapshots to read, transactions to write, views kept in step, and
     the maintenance of a writing process."""
 
-    lexical_in_process = True
-
     def __init__(self, path: str | Path, create: bool = True, read_only: bool = False) -> None:
         super().__init__(path, create, read_only)
         if self.schema_version < connecting.SCHEMA_VERSION:
