@@ -118,3 +118,15 @@ def test_the_builder_reads_nothing_of_a_closed_index(tmp_path: Path, monkeypatch
     assert opened_by and "ragloom-warm-terms" not in opened_by  # no snapshot, no connection
     with Index(path, embedder=None) as index:
         assert index.check() == [] and index.stats()["collections"]["default"]["chunks"] == 500
+
+
+def test_a_collection_with_nothing_live_builds_nothing(tmp_path: Path) -> None:
+    with Index(tmp_path / "gone.db", embedder=None) as index:
+        index.store.maintenance.flush_rows = 20  # a segment file, whose chunks are then deleted
+        index.add([Document(f"d{i}", "granite harbour lights") for i in range(30)])
+        index.optimize()
+        index.delete_many([f"d{i}" for i in range(30)])
+        with index.store.snapshot() as snap:
+            reader = snap.collection("default")
+            assert reader.view.parts and reader.view.n_live == 0
+            assert bm25_search.warm_view(reader.view, reader.config.bm25) == 0

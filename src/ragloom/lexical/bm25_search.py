@@ -69,7 +69,7 @@ def warm_view(view: CollectionView, params: BM25Params, budget: int = WARM_BYTES
     (their weights are new memory: on a virtual machine, a page fault of microseconds every
     512 weights). Searches then find them cached. Returns the bytes built."""
     picks: list[tuple[int, Segment, int]] = []
-    for part in view.parts:
+    for part in view.parts if view.n_live else ():  # (no live chunk: no search scores any)
         segment = part.segment
         df = np.diff(segment.ptr)
         top = (
