@@ -98,24 +98,27 @@ def warm(store: Store, models: Embedders, wait: bool = False) -> None:
     that cannot be loaded here (one given to another process's library, a mismatch) is left
     for the searches that need it to report: lexical searches do not."""
     kernels.available()  # (the builder's weighing kernel first)
+    builder = None
     with store.snapshot() as snap:
-        readers = [snap.collection(name) for name in snap.collections()]
-        views = [(r.segments_view(), r.config.bm25) for r in readers]
-    # The builder reads the views' segments only, never the store: closing the index
-    # meanwhile takes nothing from under it.
-    wanted = [(view, params) for view, params in views if view is not None]
-    builder = threading.Thread(target=_warm_terms, args=(wanted,), name="ragloom-warm-terms")
-    builder.daemon = True
-    if wanted:
-        builder.start()
-    dots.compiled()
-    topn.compiled()
-    with store.snapshot() as snap:
-        for name in snap.collections():
-            reader = snap.collection(name)
+        readers = {name: snap.collection(name) for name in snap.collections()}
+        # The builder reads the views' segments only, never the store: closing the index
+        # meanwhile takes nothing from under it.
+        wanted = [
+            (view, r.config.bm25)
+            for r in readers.values()
+            if (view := r.segments_view()) is not None
+        ]
+        if wanted:
+            builder = threading.Thread(
+                target=_warm_terms, args=(wanted,), name="ragloom-warm-terms", daemon=True
+            )
+            builder.start()
+        dots.compiled()
+        topn.compiled()
+        for name, reader in readers.items():
             with suppress(InputError, ModelUnavailable):
                 models.for_collection(name, reader.info.config.get("embedding"), reader.size() > 0)
-    if wait and wanted:
+    if wait and builder is not None:
         builder.join()
 
 
