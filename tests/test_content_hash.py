@@ -10,7 +10,8 @@ import pytest
 
 from ragloom import Document
 from ragloom.config import CollectionConfig
-from ragloom.engine.documents import _policy_fingerprint, checked_document, content_hash
+from ragloom.engine.documents import checked_document
+from ragloom.engine.fingerprint import _policy_fingerprint, content_hash
 from ragloom.errors import InputError
 
 

@@ -105,7 +105,7 @@ def test_new_stop_words_are_dropped_and_counts_follow():
 
 @pytest.mark.parametrize("title_weight", [0, 1, 3])
 def test_chunk_terms_are_each_chunks_terms_then_its_titles(title_weight: int):
-    from ragloom.engine.documents import chunk_terms
+    from ragloom.engine.chunks import chunk_terms
     from ragloom.types import ChunkSpan, Document
 
     tokenizer = Tokenizer()

@@ -20,15 +20,16 @@ from ragloom.contract.schema import check_query
 from ragloom.embedding import Embedder
 from ragloom.engine.calibration import calibrate
 from ragloom.engine.collections import configure, documents_page, index_stats, pending_vectors, warm
-from ragloom.engine.documents import embedding_text
 from ragloom.engine.embedders import Embedders
-from ragloom.engine.ingest import IndexReport, Ingest, VectorPlan
+from ragloom.engine.ingest import Ingest
 from ragloom.engine.keywords import collection_requests, search_options
 from ragloom.engine.legs import DEFAULT_COLLECTION
 from ragloom.engine.reading import IndexReading
 from ragloom.engine.refresh import FusionProfiles
+from ragloom.engine.report import IndexReport
 from ragloom.engine.searching import Searcher, Sections
 from ragloom.engine.services import SearchServices
+from ragloom.engine.vectors import VectorPlan, embedding_text
 from ragloom.engine.writes import Writes
 from ragloom.enrich import Enricher
 from ragloom.lexical import BM25Params

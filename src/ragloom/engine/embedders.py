@@ -105,6 +105,25 @@ class Embedders:
                 self._by_config[key] = embedder_from_config(stored)
             return self._by_config[key]
 
+    def for_write(
+        self, name: str, config: dict[str, Any], has_chunks: bool
+    ) -> tuple[Embedder | None, dict[str, Any] | None]:
+        """The embedder a write into collection `name` (of `config`) uses, and the config it
+        must store first when an empty lexical collection gains vectors (else None).
+
+        Raises `EmbeddingMismatch` rather than let a write silently lack vectors."""
+        stored = config.get("embedding")
+        if stored and self.lexical_only:
+            raise EmbeddingMismatch(
+                f"collection {name!r} holds vectors of {stored.get('model')!r}"
+                " but this index was opened without an embedding model",
+                "open the index with embedder='auto' (the default) to add documents",
+            )
+        embedder = self.for_collection(name, stored, has_chunks)
+        if embedder is not None and not stored:
+            return embedder, {**config, "embedding": embedding_config(embedder)}
+        return embedder, None
+
     def remember(self, embedder: Embedder) -> None:
         with self._lock:
             self._by_config[self._key(embedding_config(embedder))] = embedder

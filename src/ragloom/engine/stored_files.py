@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from ragloom.config import CollectionConfig
-from ragloom.engine.documents import converted_hash
+from ragloom.engine.fingerprint import converted_hash
 from ragloom.enrich import Enricher, enrichers_fingerprint
 from ragloom.store.base import Store
 from ragloom.store.records import CollectionInfo

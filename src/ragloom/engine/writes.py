@@ -9,10 +9,11 @@ from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING
 
-from ragloom.engine.ingest import Ingest, VectorPlan
+from ragloom.engine.ingest import Ingest
 from ragloom.engine.refresh import FusionProfiles
 from ragloom.engine.report import IndexReport
 from ragloom.engine.stored_files import StoredFileIds
+from ragloom.engine.vectors import VectorPlan
 from ragloom.enrich import Enricher
 from ragloom.store.lease import command_line
 from ragloom.types import Document

@@ -18,8 +18,8 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ragloom.engine.ingest import VectorPlan
 from ragloom.engine.report import IndexReport
+from ragloom.engine.vectors import VectorPlan
 from ragloom.enrich import Enricher
 from ragloom.errors import EmbeddingError, InputError, RagloomError, WriterBusy
 from ragloom.index import DEFAULT_COLLECTION, Index
