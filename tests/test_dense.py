@@ -145,6 +145,35 @@ def test_lexical_collection_needs_reembed_for_a_model(locate, local: CountingEmb
         assert index.search("when do cats nap", top_k=1)[0].document_id == "cats"
 
 
+def test_an_empty_lexical_collection_gains_the_model_with_its_first_write(
+    locate, local: CountingEmbedder
+):
+    """The model is stored in the first write's own transaction: the write's chunks are in
+    the view with their vectors, and the collection's config names the model, at once and
+    after reopening."""
+    path = locate("g")
+    with Index(path, embedder=None) as index:
+        index.configure("notes", title_weight=2)
+        assert index.stats()["collections"]["notes"]["embedding"] is None
+    with Index(path, embedder=local) as index:
+        report = index.add(DOCS, collection="notes")
+        assert (report.documents, report.embedded, report.pending) == (len(DOCS), len(DOCS), 0)
+        found = index.search("when do cats nap", collection="notes", mode="dense", top_k=1)
+        assert found[0].document_id == "cats"
+        assert index.check() == []
+    with Index(path) as index:  # "auto": the model the collection now stores
+        stats = index.stats()["collections"]["notes"]
+        assert stats["embedding"]["model"] == local.name
+        assert stats["vectors"] == len(DOCS)
+        assert stats["config"]["title_weight"] == 2  # its settings kept beside the model
+        assert (
+            index.search("when do cats nap", collection="notes", mode="dense", top_k=1)[
+                0
+            ].document_id
+            == "cats"
+        )
+
+
 def test_hybrid_degrades_to_bm25_when_the_service_is_down(locate):
     server = EmbedServer().__enter__()
     embedder = OllamaEmbedder(server.url, "fake", retry_delay=0.01)

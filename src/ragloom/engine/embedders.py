@@ -109,7 +109,8 @@ class Embedders:
         self, name: str, config: dict[str, Any], has_chunks: bool
     ) -> tuple[Embedder | None, dict[str, Any] | None]:
         """The embedder a write into collection `name` (of `config`) uses, and the config it
-        must store first when an empty lexical collection gains vectors (else None).
+        must store with the write when an empty lexical collection gains vectors (else None):
+        one with no model takes the model this index was opened with, if one was named.
 
         Raises `EmbeddingMismatch` rather than let a write silently lack vectors."""
         stored = config.get("embedding")
@@ -119,10 +120,9 @@ class Embedders:
                 " but this index was opened without an embedding model",
                 "open the index with embedder='auto' (the default) to add documents",
             )
-        embedder = self.for_collection(name, stored, has_chunks)
-        if embedder is not None and not stored:
-            return embedder, {**config, "embedding": embedding_config(embedder)}
-        return embedder, None
+        if not stored and not has_chunks and self.explicit is not None:
+            return self.explicit, {**config, "embedding": embedding_config(self.explicit)}
+        return self.for_collection(name, stored, has_chunks), None
 
     def remember(self, embedder: Embedder) -> None:
         with self._lock:
