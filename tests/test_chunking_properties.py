@@ -203,6 +203,7 @@ def test_invariants_on_arbitrary_text(text: str, policy: ChunkPolicy) -> None:
 
 @SETTINGS
 @given(any_text, policies())
+@example(". be. . ", ChunkPolicy("code", 3, 0, 0))  # a cut line's next piece began at a space
 def test_never_cuts_inside_a_word_that_fits(text: str, policy: ChunkPolicy) -> None:
     chunks = chunk_text(text, policy)
     if policy.max_chars and all(len(w) <= policy.max_chars for w in text.split()):

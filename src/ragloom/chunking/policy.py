@@ -9,9 +9,10 @@ from ragloom.errors import InputError
 
 MODES = ("prose", "markdown", "code")
 # Bumped when the same text and policy give different chunks (2: overlap at every boundary,
-# a chunk for titled documents with no body). Part of every content hash, so documents
-# indexed by an older chunker are chunked anew when indexed again.
-CHUNKER_VERSION = 2
+# a chunk for titled documents with no body; 3: a code line too long for one chunk is cut
+# so that the next piece starts at a word, never at the space before it). Part of every
+# content hash, so documents indexed by an older chunker are chunked anew when indexed again.
+CHUNKER_VERSION = 3
 
 
 def _check_int(name: str, value: Any) -> None:
