@@ -74,7 +74,8 @@ def write_batch(
         if unchanged:  # their chunks still count: re-indexing a file reports what it holds
             report.unchanged_chunks += sum(snap.chunk_counts(name, unchanged).values())
     report.unchanged += len(unchanged)
-    changed = [d for doc_id, d in latest.items() if stored.get(doc_id) != hashes[doc_id]]
+    kept = set(unchanged)
+    changed = [d for doc_id, d in latest.items() if doc_id not in kept]
     if not changed:
         return
     embedder, gained = models.for_write(name, info.config, has_chunks)

@@ -50,7 +50,8 @@ def split_text(text: str, start: int, end: int, max_chars: int) -> list[Span]:
             pos = cut
             while text[pos].isspace():  # (a cut at a word's end: the next piece starts
                 pos += 1  # at the next word, so a word that fits is never cut)
-            pieces.append((cut, pos))  # whitespace only
+            if pos > cut:
+                pieces.append((cut, pos))  # whitespace only
         pieces.append((pos, line_end))
     return pieces
 
