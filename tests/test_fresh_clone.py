@@ -9,14 +9,15 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 NEEDS_DATA = "tests/test_beir_loader.py::test_shared_collection_counts"
-# Plugins this check does not need (they take most of a pytest start-up).
+# Plugins this check does not need (they take most of a pytest start-up), and no workers.
 PLUGINS_OFF = ["-p", "no:cacheprovider", "-p", "no:schemathesis", "-p", "no:hypothesispytest"]
+IN_PROCESS = ["-n", "0"]
 
 
 def _pytest(env: dict[str, str]) -> subprocess.CompletedProcess:
     clean = {k: v for k, v in os.environ.items() if not k.startswith("RAGLOOM_")}
     return subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-rs", *PLUGINS_OFF, NEEDS_DATA],
+        [sys.executable, "-m", "pytest", "-q", "-rs", *PLUGINS_OFF, *IN_PROCESS, NEEDS_DATA],
         cwd=ROOT,
         env={**clean, **env},
         capture_output=True,
