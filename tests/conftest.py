@@ -16,6 +16,20 @@ os.environ["RAGLOOM_EMBEDDER"] = "none"
 DATA = Path(os.environ.get("RAGLOOM_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Compile the kernels into numba's cache once, before any test or worker starts: a fresh
+    checkout compiles them in 20-30 s, which each `ragloom serve` a test starts would
+    otherwise spend inside its start-up timeout, several processes compiling at once."""
+    if hasattr(config, "workerinput"):  # a pytest-xdist worker: its controller did it
+        return
+    from ragloom.dense import dots, topn
+    from ragloom.lexical import kernels
+
+    kernels.available()
+    dots.compiled()
+    topn.compiled()
+
+
 @pytest.fixture(autouse=True)
 def kernels_allowed():
     """`ragloom search` run in-process (CliRunner) tells the process to load no compiled
