@@ -1,0 +1,83 @@
+"""Open plus the first search (issue 48: under 1 s at 1M): `scale_worker serve`'s `first_s`
+on its own, in fresh processes, each on a fresh copy of an index `scale_worker build` made.
+Each process times opening the index (with the bench embedder's memory-mapped vector table),
+`Index.warm()`, and the first hybrid search, whose own stage timings it also reports.
+
+Usage: python bench/scale_worker.py build DB N CACHE   (once)
+       python bench/open_first.py DB N CACHE [--runs 6]
+       (prints a table: min / median / max, s)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parent
+STEPS = ("open", "warm", "first hybrid search", "open + warm + first search")
+
+PROBE = """
+import json, sys, time
+from pathlib import Path
+from scale_data import Corpus, hybrid_words
+from scale_worker import _open
+path, n, cache = Path(sys.argv[1]), int(sys.argv[2]), Path(sys.argv[3])
+corpus = Corpus()
+first = hybrid_words(corpus.texts(n + 500, 1)[0])  # (not in the query mix)
+marks = [time.perf_counter()]
+index = _open(path, corpus, cache, n)
+marks.append(time.perf_counter())
+index.warm()
+marks.append(time.perf_counter())
+result = index.search(first, top_k=10)
+marks.append(time.perf_counter())
+steps = [b - a for a, b in zip(marks, marks[1:])] + [marks[-1] - marks[0]]
+print(json.dumps({"steps": steps, "timings": result.timings}))
+index.close()
+"""
+
+
+def fresh_copy(db: Path, folder: Path) -> Path:
+    """The index's files (database, its WAL and shared memory, segment files) in `folder`."""
+    for part in db.parent.glob(db.name + "*"):
+        target = folder / part.name
+        if part.is_dir():
+            shutil.copytree(part, target)
+        else:
+            shutil.copy2(part, target)
+    return folder / db.name
+
+
+def one_run(db: Path, n: int, cache: Path) -> dict:
+    with tempfile.TemporaryDirectory(prefix="open-first-") as folder:
+        copy = fresh_copy(db, Path(folder))
+        args = [sys.executable, "-c", PROBE, str(copy), str(n), str(cache)]
+        out = subprocess.run(args, capture_output=True, text=True, check=True, cwd=BENCH)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("db", type=Path)
+    parser.add_argument("n", type=int)
+    parser.add_argument("cache", type=Path)
+    parser.add_argument("--runs", type=int, default=6)
+    args = parser.parse_args()
+    runs = [one_run(args.db.resolve(), args.n, args.cache.resolve()) for _ in range(args.runs)]
+    print(f"| step ({args.runs} processes, {args.n:,} chunks) | min s | median s | max s |")
+    print("|---|---|---|---|")
+    for i, step in enumerate(STEPS):
+        values = [run["steps"][i] for run in runs]
+        low, mid, high = min(values), statistics.median(values), max(values)
+        print(f"| {step} | {low:.3f} | {mid:.3f} | {high:.3f} |")
+    print("each run, s:", ", ".join(f"{run['steps'][-1]:.2f}" for run in runs))
+
+
+if __name__ == "__main__":
+    main()
