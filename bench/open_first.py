@@ -1,7 +1,7 @@
 """Open plus the first search (issue 48: under 1 s at 1M): `scale_worker serve`'s `first_s`
 on its own, in fresh processes, each on a fresh copy of an index `scale_worker build` made.
 Each process times opening the index (with the bench embedder's memory-mapped vector table),
-`Index.warm()`, and the first hybrid search, whose own stage timings it also reports.
+`Index.warm()`, and the first hybrid search (`scale_worker.open_warm_first`).
 
 Usage: python bench/scale_worker.py build DB N CACHE   (once)
        python bench/open_first.py DB N CACHE [--runs 6]
@@ -23,22 +23,13 @@ BENCH = Path(__file__).resolve().parent
 STEPS = ("open", "warm", "first hybrid search", "open + warm + first search")
 
 PROBE = """
-import json, sys, time
+import json, sys
 from pathlib import Path
-from scale_data import Corpus, hybrid_words
-from scale_worker import _open
+from scale_data import Corpus
+from scale_worker import open_warm_first
 path, n, cache = Path(sys.argv[1]), int(sys.argv[2]), Path(sys.argv[3])
-corpus = Corpus()
-first = hybrid_words(corpus.texts(n + 500, 1)[0])  # (not in the query mix)
-marks = [time.perf_counter()]
-index = _open(path, corpus, cache, n)
-marks.append(time.perf_counter())
-index.warm()
-marks.append(time.perf_counter())
-result = index.search(first, top_k=10)
-marks.append(time.perf_counter())
-steps = [b - a for a, b in zip(marks, marks[1:])] + [marks[-1] - marks[0]]
-print(json.dumps({"steps": steps, "timings": result.timings}))
+index, steps = open_warm_first(path, n, cache, Corpus())
+print(json.dumps({"steps": [*steps, sum(steps)]}))
 index.close()
 """
 
