@@ -4,8 +4,13 @@ Each process times opening the index (with the bench embedder's memory-mapped ve
 `Index.warm()`, and the first hybrid search (`scale_worker.open_warm_first`).
 
 Usage: python bench/scale_worker.py build DB N CACHE   (once)
-       python bench/open_first.py DB N CACHE [--runs 6]
+       python bench/open_first.py DB N CACHE [--runs 6] [--python PY ...]
        (prints a table: min / median / max, s)
+
+`--python` names the interpreters of the installs to compare (default: this one), whose
+runs alternate: e.g. a venv with `pip install '.[dense]'` (the README's first command) beside
+one with the test extra, whose pytrec-eval brings scipy (numba's BLAS check imports it when
+the kernels load: python bench/kernel_load.py --without-scipy).
 """
 
 from __future__ import annotations
@@ -45,10 +50,10 @@ def fresh_copy(db: Path, folder: Path) -> Path:
     return folder / db.name
 
 
-def one_run(db: Path, n: int, cache: Path) -> dict:
+def one_run(python: str, db: Path, n: int, cache: Path) -> dict:
     with tempfile.TemporaryDirectory(prefix="open-first-") as folder:
         copy = fresh_copy(db, Path(folder))
-        args = [sys.executable, "-c", PROBE, str(copy), str(n), str(cache)]
+        args = [python, "-c", PROBE, str(copy), str(n), str(cache)]
         out = subprocess.run(args, capture_output=True, text=True, check=True, cwd=BENCH)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -58,16 +63,30 @@ def main() -> None:
     parser.add_argument("db", type=Path)
     parser.add_argument("n", type=int)
     parser.add_argument("cache", type=Path)
-    parser.add_argument("--runs", type=int, default=6)
+    parser.add_argument("--runs", type=int, default=6, help="processes an interpreter")
+    parser.add_argument("--python", action="append", help="an interpreter (repeatable)")
     args = parser.parse_args()
-    runs = [one_run(args.db.resolve(), args.n, args.cache.resolve()) for _ in range(args.runs)]
-    print(f"| step ({args.runs} processes, {args.n:,} chunks) | min s | median s | max s |")
-    print("|---|---|---|---|")
-    for i, step in enumerate(STEPS):
-        values = [run["steps"][i] for run in runs]
-        low, mid, high = min(values), statistics.median(values), max(values)
-        print(f"| {step} | {low:.3f} | {mid:.3f} | {high:.3f} |")
-    print("each run, s:", ", ".join(f"{run['steps'][-1]:.2f}" for run in runs))
+    pythons = args.python or [sys.executable]
+    runs: dict[str, list[dict]] = {python: [] for python in pythons}
+    for _ in range(args.runs):  # (alternating: the machine's drift falls on every install)
+        for python in pythons:
+            runs[python].append(one_run(python, args.db.resolve(), args.n, args.cache.resolve()))
+    for python in pythons:
+        print(f"\n{python} (scipy installed: {has_scipy(python)})\n")
+        print(f"| step ({args.runs} processes, {args.n:,} chunks) | min s | median s | max s |")
+        print("|---|---|---|---|")
+        for i, step in enumerate(STEPS):
+            values = [run["steps"][i] for run in runs[python]]
+            low, mid, high = min(values), statistics.median(values), max(values)
+            print(f"| {step} | {low:.3f} | {mid:.3f} | {high:.3f} |")
+        print("each run, s:", ", ".join(f"{run['steps'][-1]:.2f}" for run in runs[python]))
+
+
+def has_scipy(python: str) -> bool:
+    """Whether `python` can import scipy (numba's BLAS check then imports scipy.linalg)."""
+    probe = "import importlib.util; print(importlib.util.find_spec('scipy') is not None)"
+    found = subprocess.run([python, "-c", probe], capture_output=True, text=True, check=True)
+    return found.stdout.strip() == "True"
 
 
 if __name__ == "__main__":

@@ -4,6 +4,9 @@ them (a search of a warmed term builds nothing), and the answers unchanged."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -130,3 +133,35 @@ def test_a_collection_with_nothing_live_builds_nothing(tmp_path: Path) -> None:
             reader = snap.collection("default")
             assert reader.view.parts and reader.view.n_live == 0
             assert bm25_search.warm_view(reader.view, reader.config.bm25) == 0
+
+
+LOADED_AFTER_WARM = """
+import sys
+from ragloom import Index
+from ragloom.dense import dots, topn
+from ragloom.lexical import kernels
+with Index(sys.argv[1], embedder=None) as index:
+    before = (kernels.ready(), dots._kernel.loaded(), topn._kernel.loaded())
+    index.warm()
+    after = (kernels.ready(), dots._kernel.loaded() is not None, topn._kernel.loaded() is not None)
+    print(before == (False, None, None), after)
+"""
+
+
+def test_warm_returns_with_every_kernel_loaded(tmp_path: Path) -> None:
+    """`warm` loads every compiled kernel before it returns, in a fresh process where nothing
+    was loaded before: no search after it loads one, or changes path midway."""
+    pytest.importorskip("numba")
+    path = tmp_path / "kernels.db"
+    rng = np.random.default_rng(5)
+    with Index(path, embedder=None) as index:
+        index.add([Document(f"d{i}", _words(rng, 20)) for i in range(200)])
+    run = subprocess.run(
+        [sys.executable, "-c", LOADED_AFTER_WARM, str(path)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "RAGLOOM_KERNELS": "1"},
+    )
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.split() == ["True", "(True,", "True,", "True)"]
