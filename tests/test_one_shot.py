@@ -12,6 +12,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
 
 from ragloom import Document, Index
 from ragloom.compiled import Compiled
@@ -21,6 +24,7 @@ from ragloom.lexical import kernels, topk
 from ragloom.lexical.bm25 import BM25Params, bm25_idf
 from ragloom.lexical.topk import Stats, Target
 from ragloom.segments.postings import Postings
+from ragloom.segments.view import unique_sorted
 from tests.segment_data import build_segment
 
 WORDS = [
@@ -121,7 +125,8 @@ try:
     main(sys.argv[1:])
 except SystemExit as exc:
     assert not exc.code, exc.code
-loaded = [m for m in ("numba", "onnxruntime", "httpx", "faiss") if m in sys.modules]
+unused = ("numba", "onnxruntime", "httpx", "faiss", "ragloom.loading", "pathspec", "numpy.ma")
+loaded = [m for m in unused if m in sys.modules]
 print(json.dumps(loaded), file=sys.stderr)
 """
 
@@ -146,7 +151,9 @@ def test_a_one_shot_search_loads_no_kernels_and_answers_as_they_do(
     with Index(path, embedder="none") as index:
         index.add(_documents(2000))
     found, loaded = _one_shot(path, "ember grove lagoon", "--top-k", "8")
-    assert loaded == []  # neither numba, nor the model's runtime, nor httpx, nor faiss
+    # neither numba, the model's runtime, httpx, faiss, the file loader (with its .gitignore
+    # rules), nor numpy's masked arrays (numpy 2's np.unique imports them: 57 ms)
+    assert loaded == []
     monkeypatch.setattr(topk, "SMALL_SEGMENT", 1)
     monkeypatch.setattr(topk, "SMALL_WORK", 0)
     with Index(path, embedder="none") as index:  # a long-lived process: the kernels serve
@@ -168,3 +175,11 @@ def test_a_one_shot_lexical_search_of_a_local_model_collection_loads_no_model(
     found, loaded = _one_shot(path, "cedar inlet")
     assert found["mode"] == "hybrid" and found["results"]
     assert loaded == ["onnxruntime"]
+
+
+@given(arrays(st.sampled_from([np.int64, np.uint32, np.int32]), st.integers(0, 300)))
+def test_unique_sorted_is_numpys_unique(values: np.ndarray) -> None:
+    """The read path's distinct values (numpy's masked arrays never imported): np.unique's
+    answer, values and dtype."""
+    got, want = unique_sorted(values), np.unique(values)
+    assert got.dtype == want.dtype and got.tolist() == want.tolist()

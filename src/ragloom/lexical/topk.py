@@ -31,6 +31,7 @@ from ragloom.lexical.term_weights import (
     weights_by_chunk,
 )
 from ragloom.segments.segment import BLOCK, Segment
+from ragloom.segments.view import unique_sorted
 
 SMALL_SEGMENT = 16384  # below this many chunks, scoring everything is cheaper than pruning
 SMALL_WORK = 50_000  # below this many postings for the query, likewise
@@ -207,7 +208,7 @@ def _pruned(
     total = sum(upper.values())
 
     def scored(docs: np.ndarray) -> None:
-        docs = np.unique(docs)
+        docs = unique_sorted(docs)
         if target.eligible is not None:
             docs = docs[target.eligible[docs]]
         if not len(docs):
