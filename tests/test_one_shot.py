@@ -125,7 +125,10 @@ try:
     main(sys.argv[1:])
 except SystemExit as exc:
     assert not exc.code, exc.code
-unused = ("numba", "onnxruntime", "httpx", "faiss", "ragloom.loading", "pathspec", "numpy.ma")
+unused = (
+    "numba", "onnxruntime", "httpx", "faiss", "ragloom.loading", "pathspec", "numpy.ma",
+    "rich.progress", "rich.table",
+)
 loaded = [m for m in unused if m in sys.modules]
 print(json.dumps(loaded), file=sys.stderr)
 """
@@ -152,7 +155,8 @@ def test_a_one_shot_search_loads_no_kernels_and_answers_as_they_do(
         index.add(_documents(2000))
     found, loaded = _one_shot(path, "ember grove lagoon", "--top-k", "8")
     # neither numba, the model's runtime, httpx, faiss, the file loader (with its .gitignore
-    # rules), nor numpy's masked arrays (numpy 2's np.unique imports them: 57 ms)
+    # rules), numpy's masked arrays (numpy 2's np.unique imports them: 57 ms), nor rich's
+    # progress bars and tables (what indexing and the reports print with: 11-28 ms)
     assert loaded == []
     monkeypatch.setattr(topk, "SMALL_SEGMENT", 1)
     monkeypatch.setattr(topk, "SMALL_WORK", 0)

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 from ragloom import Document, Index
-from ragloom.console import embedding_status, expected_passages
+from ragloom.console_widgets import embedding_status, expected_passages
 from ragloom.embedding.http import OllamaEmbedder
 from ragloom.embedding.progress import EmbeddingMeter, measure_embedding
 

@@ -18,7 +18,8 @@ from ragloom.cli.common import (
     where_options,
 )
 from ragloom.cli.watching import watch_folders
-from ragloom.console import err, out, print_json, progress, report_line, steps_progress
+from ragloom.console import err, out, print_json, report_line
+from ragloom.console_widgets import progress, steps_progress
 from ragloom.contract.cli import keywords
 from ragloom.contract.cli import options as contract_options
 from ragloom.index import Index, IndexReport

@@ -9,7 +9,8 @@ from collections.abc import Callable
 import click
 
 from ragloom.cli.common import where_options
-from ragloom.console import err, out, print_json, progress
+from ragloom.console import err, out, print_json
+from ragloom.console_widgets import progress
 
 
 def _stepper(update: Callable[[int, int], None]) -> Callable[[str, int, int], None]:

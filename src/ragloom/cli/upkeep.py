@@ -9,7 +9,8 @@ import click
 from rich.markup import escape
 
 from ragloom.cli.common import collection_option, open_index, where_options
-from ragloom.console import out, print_json, print_table
+from ragloom.console import out, print_json
+from ragloom.console_widgets import print_table
 from ragloom.index import Index
 
 

@@ -12,7 +12,8 @@ import click
 
 from ragloom.command_options import embedder_after
 from ragloom.config import CollectionConfig
-from ragloom.console import err, out, print_json, print_table, progress
+from ragloom.console import err, out, print_json
+from ragloom.console_widgets import print_table, progress
 from ragloom.errors import NotFound
 from ragloom.evaluation.beir import load_beir
 from ragloom.evaluation.leg_cache import LegCache
