@@ -3,6 +3,8 @@ honoured, results re-scored exactly, and close to exact search."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -128,8 +130,8 @@ def test_repair_rebuilds_lost_graphs_and_damaged_segments(graph_index: Index) ->
 
 def test_a_truncated_graph_is_ignored_and_repaired(graph_index: Index, caplog) -> None:
     """Graph files are searched in place (mapped, not copied): one cut short by a crash or a
-    full disk must be refused at open, never read past its end; searches are exact until
-    `repair` rebuilds it."""
+    full disk must be refused when first read, never read past its end; searches are exact
+    until `repair` rebuilds it."""
     query = "query topic5 here"
     path = graph_index.path
     graph_index.close()
@@ -152,6 +154,34 @@ def test_a_truncated_graph_is_ignored_and_repaired(graph_index: Index, caplog) -
             assert reopened.stats()["collections"]["default"]["segments"]["graphs"] == graphs
         assert not any("ignoring damaged graph" in r.getMessage() for r in caplog.records)
         assert graph.exists()  # (rebuilt in place; its size may differ from the first build)
+
+
+LEXICAL_ONLY = """
+import sys
+from ragloom import Index
+with Index(sys.argv[1], read_only=True) as index:
+    assert index.search("query topic5 here", top_k=5, mode="lexical")
+print("faiss" in sys.modules)
+"""
+
+
+def test_graphs_are_read_when_a_dense_search_first_needs_them(graph_index: Index) -> None:
+    """A lexical search maps no graph file and, in a process of its own (a one-shot `ragloom
+    search --mode lexical`), never imports faiss; the first dense search maps them."""
+    path = graph_index.path
+    graph_index.close()
+    done = subprocess.run(
+        [sys.executable, "-c", LEXICAL_ONLY, str(path)], capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["False"]
+    with Index(path, embedder=Clustered(), read_only=True) as index:
+        lexical = index.search("query topic5 here", top_k=5, mode="lexical")
+        with index.store.snapshot() as snap:
+            parts = snap.collection("default").view.parts
+        assert lexical and all(p.segment.ann is None for p in parts)
+        assert index.search("query topic5 here", top_k=5, mode="dense")
+        assert any(p.segment.ann is not None for p in parts)
 
 
 def test_graphs_are_searched_in_place_not_copied(graph_index: Index) -> None:

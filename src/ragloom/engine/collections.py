@@ -93,9 +93,9 @@ def index_stats(store: Store, path: Any) -> dict[str, Any]:
 
 
 def warm(store: Store, models: Embedders, wait: bool = False) -> None:
-    """Load the compiled kernels, and every collection's segments and model, now, while a
-    thread of its own builds the most common terms' weights (`wait`: joined). A model
-    that cannot be loaded here (one given to another process's library, a mismatch) is left
+    """Load the compiled kernels, and every collection's segments, search graphs and model,
+    now, while a thread of its own builds the most common terms' weights (`wait`: joined). A
+    model that cannot be loaded here (one given to another process's library, a mismatch) is left
     for the searches that need it to report: lexical searches do not."""
     kernels.available()  # (the builder's weighing kernel first)
     builder = None
@@ -116,6 +116,7 @@ def warm(store: Store, models: Embedders, wait: bool = False) -> None:
         dots.compiled()
         topn.compiled()
         for name, reader in readers.items():
+            reader.prepare_dense()
             with suppress(InputError, ModelUnavailable):
                 models.for_collection(name, reader.info.config.get("embedding"), reader.size() > 0)
     if wait and builder is not None:

@@ -177,6 +177,7 @@ def leg_answers(legs: Legs, text: str, plan: LegPlan, options: SearchOptions) ->
     if plan.mode == "lexical":
         lexical, ceiling = lexical_side(legs, text, plan, options)
         return LegAnswers(lexical, None, ceiling)
+    legs.reader.prepare_dense()  # (a first search: its graphs, while the model loads)
     if plan.mode == "dense":
         return LegAnswers(None, answer(legs, query_vector_of(legs, text), plan, options))
     beside = runs_beside(legs, text, options)

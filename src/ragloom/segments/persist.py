@@ -49,16 +49,20 @@ class SegmentFiles:
     """Segment files of one index, mapped once and shared by every view that uses them; a
     daemon thread maps each new file's pages ahead of the searches (`prefetch`).
 
-    `on_load(segment, path)` runs once for each file mapped (the store gives segments their
-    approximate-search graphs there, `ragloom.dense.graph.attach_graph`)."""
+    `attach(segment, path)` gives a file's segment what only some readers need (the store
+    gives segments their approximate-search graphs there, `ragloom.dense.graph.attach_graph`):
+    it runs once for each file, when a reader first asks for it (`attached`), so that a
+    lexical search never reads a graph file nor imports faiss."""
 
     def __init__(
-        self, folder: Path, on_load: Callable[[Segment, Path], object] | None = None
+        self, folder: Path, attach: Callable[[Segment, Path], object] | None = None
     ) -> None:
         self.folder = folder
-        self.on_load = on_load
+        self.attach = attach
         self._loaded: dict[str, Segment] = {}
+        self._attached: set[str] = set()  # names of the segments `attach` has run for
         self._lock = threading.Lock()
+        self._attach_lock = threading.Lock()
         self._prefetch = prefetch.SHARED
 
     def path(self, name: str) -> Path:
@@ -72,13 +76,22 @@ class SegmentFiles:
             segment = load_segment(self.path(name), name)
         except FileNotFoundError:
             raise SegmentMissing(name) from None
-        if self.on_load is not None:
-            self.on_load(segment, self.path(name))
         with self._lock:
             kept = self._loaded.setdefault(name, segment)
         if kept is segment:
             self._prefetch.add(prefetch.mapping_of(segment.rows))
         return kept
+
+    def attached(self, segments: Sequence[Segment]) -> None:
+        """Run `attach` for each of these segments it has not run for yet (once a file: a
+        graph another process writes later is not looked for again)."""
+        if self.attach is None or all(s.name in self._attached for s in segments):
+            return
+        with self._attach_lock:
+            for segment in segments:
+                if segment.name not in self._attached:
+                    self.attach(segment, self.path(segment.name))
+                    self._attached.add(segment.name)
 
     def add(self, segment: Segment) -> None:
         with self._lock:
@@ -88,3 +101,4 @@ class SegmentFiles:
         with self._lock:
             for name in names:
                 self._loaded.pop(name, None)
+                self._attached.discard(name)

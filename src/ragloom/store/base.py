@@ -4,8 +4,7 @@
 search reads everything it uses (ranking, chunk text, metadata, vectors), so it never mixes
 versions. `Store.write()` gives a `Write`: one atomic transaction; in-memory state changes
 only once it has committed. The embedded SQLite store and the PostgreSQL store implement
-this; the engine (chunking, embedding, ranking, packing) is shared.
-"""
+this; the engine (chunking, embedding, ranking, packing) is shared."""
 
 from __future__ import annotations
 
@@ -99,6 +98,10 @@ class CollectionReader(ABC):
     @abstractmethod
     def chunk_documents(self) -> dict[int, str]:
         """Chunk row id -> document id, for the whole collection (evaluation)."""
+
+    def prepare_dense(self) -> None:
+        """Read now what dense searches need beyond the reader (SQLite's graphs): `warm()`."""
+        return None  # (a dense search reads it itself when none did)
 
     def segments_view(self) -> CollectionView | None:
         """This version's segments, when the lexical leg scores them in this process (their

@@ -48,7 +48,7 @@ class SQLiteDatabase(ThreadSnapshots[SQLiteSnapshot]):
         self.schema_version = state.version
         self._immutable = state.immutable
         folder = self.path.with_name(self.path.name + "-segments")
-        self.files = SegmentFiles(folder, on_load=attach_graph)
+        self.files = SegmentFiles(folder, attach=attach_graph)
         self.views = ViewHistory(self.files)
         self.terms = TermCache()
         self.numbered = NumberedTerms()

@@ -39,12 +39,15 @@ class GraphWork:
         """The view's segment files that should have a graph and lack one."""
         if not ann.available():
             return []
-        return [p for p in view.parts[: view.files] if _wants_graph(p)]
+        files = view.parts[: view.files]
+        self.store.files.attached([p.segment for p in files])  # (those written already)
+        return [p for p in files if _wants_graph(p)]
 
     def carry(self, name: str, first: Part, epoch: int) -> None:
         """After a merge into segment `name`: its first rows are `first`'s, in order, when the
         merge kept `first` whole; then its graph starts from `first`'s."""
         old = first.segment
+        self.store.files.attached([old])  # (its graph, if its file has one)
         start = old.ann if old.ann is not None else self._head_starts.get(old.name)
         whole = not first.n_dead and not len(first.late_docs) and old.vector_epoch == epoch
         if start is not None and whole:
