@@ -94,9 +94,9 @@ def index_stats(store: Store, path: Any) -> dict[str, Any]:
 
 def warm(store: Store, models: Embedders, wait: bool = False) -> None:
     """Load the compiled kernels, and every collection's segments, search graphs and model,
-    now, while a thread of its own builds the most common terms' weights (`wait`: joined). A
-    model that cannot be loaded here (one given to another process's library, a mismatch) is left
-    for the searches that need it to report: lexical searches do not."""
+    now, while a thread of its own builds the most common terms' weights (`wait`: joined).
+    A model that cannot be loaded here (one given to another process's library, a
+    mismatch) is left for the searches that need it to report: lexical searches do not."""
     kernels.available()  # (the builder's weighing kernel first)
     builder = None
     with store.snapshot() as snap:
