@@ -2,7 +2,7 @@
 question, as a shell alias, an editor plug-in or a git hook runs it. Whole-process wall time.
 
 Usage: python bench/cli_oneshot.py [--work /tmp/ragloom-cli] [--size 100000] [--runs 10]
-       [--no-model] [--build-only]
+       [--no-model] [--build-only] [--tree CHECKOUT ...]
 
 Builds once, and keeps in --work, the scale bench's synthetic corpus (bench/scale_data.py:
 Zipf text of 20-89 words a chunk) of --size chunks as two indexes, as `ragloom index` leaves
@@ -12,7 +12,9 @@ Then it writes the package's bytecode (as `pip install` does), and each command 
 untimed and --runs times timed, one after the other; the table gives the p50, p95 and fastest
 wall time of the whole process (start to exit, as a shell sees it) beside what any Python
 command with numpy costs here (`python -c "import numpy"`) and importing the command line
-alone. The same with a public tool, for one row:
+alone. With `--tree` (twice or more: a checkout before a change and after), each command runs
+in each checkout in turn, and the table gives each one's p50. The same with a public tool,
+for one row:
 `hyperfine -w 1 -r 10 "ragloom --index WORK/lexical-100000.db search 'horu lujasi huvugo'"`.
 """
 
@@ -69,30 +71,40 @@ def build(path: Path, size: int, embedder: str) -> None:
     done.write_text(f"{size} chunks in {time.perf_counter() - started:.0f} s\n")
 
 
-def precompile() -> None:
-    """Write the measured package's bytecode first, as `pip install` does. Otherwise a checkout
-    that was never imported, or one run under PYTHONDONTWRITEBYTECODE, times Python's compiler
-    on every run (0.2 s here) instead of the command."""
+def precompile(package: Path) -> None:
+    """Write a package's bytecode first, as `pip install` does. Otherwise a checkout that was
+    never imported, or one run under PYTHONDONTWRITEBYTECODE, times Python's compiler on
+    every run (0.2 s here) instead of the command."""
     import compileall
 
-    import ragloom
-
-    if not compileall.compile_dir(Path(ragloom.__file__).parent, quiet=1):
-        raise SystemExit("could not compile the ragloom package's bytecode")
+    if not compileall.compile_dir(package, quiet=1):
+        raise SystemExit(f"could not compile {package}'s bytecode")
 
 
-def wall(command: list[str], runs: int, env: dict[str, str]) -> list[float]:
-    """Wall seconds of `command` as a whole process, `runs` times after one untimed run."""
-    times = []
+def walls(command: list[str], runs: int, envs: list[dict[str, str]]) -> list[list[float]]:
+    """Wall seconds of `command` as a whole process in each environment, `runs` times after
+    one untimed run, the environments taking turns (the host's noise falls on each alike)."""
+    times: list[list[float]] = [[] for _ in envs]
     for i in range(runs + 1):
-        started = time.perf_counter()
-        done = subprocess.run(command, capture_output=True, text=True, env=env)
-        took = time.perf_counter() - started
-        if done.returncode:
-            raise SystemExit(f"{' '.join(command)} failed:\n{done.stderr[-2000:]}")
-        if i:
-            times.append(took)
+        for env, kept in zip(envs, times):
+            started = time.perf_counter()
+            done = subprocess.run(command, capture_output=True, text=True, env=env)
+            took = time.perf_counter() - started
+            if done.returncode:
+                raise SystemExit(f"{' '.join(command)} failed:\n{done.stderr[-2000:]}")
+            if i:
+                kept.append(took)
     return times
+
+
+def tree_name(tree: Path) -> str:
+    """A checkout's commit (with `+` when its files differ from it), or its folder's name."""
+    done = subprocess.run(
+        ["git", "-C", str(tree), "describe", "--always", "--dirty=+"],
+        capture_output=True,
+        text=True,
+    )
+    return done.stdout.strip() or tree.name
 
 
 def main() -> None:
@@ -102,6 +114,12 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--no-model", action="store_true")
     parser.add_argument("--build-only", action="store_true", help="build the indexes, time nothing")
+    parser.add_argument(
+        "--tree",
+        type=Path,
+        action="append",
+        help="a checkout to time (repeatable: their runs take turns), imported from its src/",
+    )
     args = parser.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
     console.print(f"ragloom: {ragloom_source()}", highlight=False)
@@ -113,7 +131,18 @@ def main() -> None:
     if args.build_only:
         return
 
-    precompile()
+    env = {k: v for k, v in os.environ.items() if k not in ("RAGLOOM_EMBEDDER", "RAGLOOM_KERNELS")}
+    if args.tree:
+        trees = [tree.resolve() for tree in args.tree]
+        names = [tree_name(tree) for tree in trees]
+        envs = [{**env, "PYTHONPATH": str(tree / "src")} for tree in trees]
+        packages = [tree / "src" / "ragloom" for tree in trees]
+    else:
+        import ragloom
+
+        names, envs, packages = ["p50"], [env], [Path(ragloom.__file__).parent]
+    for package in packages:
+        precompile(package)
     corpus = Corpus()
     words = query_words(corpus)
     hybrid = hybrid_words(corpus.texts(query_chunks(args.size)[0], 1)[0])
@@ -138,21 +167,22 @@ def main() -> None:
             )
         )
         rows.append(("hybrid, local model", "hybrid", [*ragloom, str(model), "search", hybrid]))
-    env = {k: v for k, v in os.environ.items() if k not in ("RAGLOOM_EMBEDDER", "RAGLOOM_KERNELS")}
-
     table = Table(
         title=f"ragloom search, one process per question, {args.size:,} chunks "
         f"(wall s over {args.runs} runs)"
     )
-    for column in ("command", "p50", "p95", "fastest", "target (p50)"):
+    figures = ("p50", "p95", "fastest") if len(envs) == 1 else [f"{n} p50" for n in names]
+    for column in ("command", *figures, "target (p50)"):
         table.add_column(column, justify="left" if column == "command" else "right")
     for name, target, command in rows:
-        times = sorted(wall(command, args.runs, env))
-        p95 = times[min(len(times) - 1, round(0.95 * (len(times) - 1)))]
         goal = "" if target is None else f"< {TARGETS[target]:.1f}"
-        table.add_row(
-            name, f"{statistics.median(times):.3f}", f"{p95:.3f}", f"{times[0]:.3f}", goal
-        )
+        times = [sorted(t) for t in walls(command, args.runs, envs)]
+        if len(times) > 1:
+            table.add_row(name, *(f"{statistics.median(t):.3f}" for t in times), goal)
+            continue
+        (one,) = times
+        p95 = one[min(len(one) - 1, round(0.95 * (len(one) - 1)))]
+        table.add_row(name, f"{statistics.median(one):.3f}", f"{p95:.3f}", f"{one[0]:.3f}", goal)
     console.print(table)
 
 
