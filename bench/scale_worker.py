@@ -136,6 +136,22 @@ def _latency(index: Index, query: str, **kw) -> tuple[float, list]:
     return (time.perf_counter() - started) * 1000, hits
 
 
+def new_question_mix(index: Index, n: int, corpus: Corpus) -> dict:
+    """The hybrid queries of `query_mix`, each with its vector forgotten first, as for a
+    question not asked before (every question at open is): a local model must then embed it,
+    so its lexical leg runs in line, where a remembered vector lets the legs run side by side
+    (`ragloom.engine.legs.runs_beside`). Keys end in " new question"."""
+    texts = [corpus.texts(q, 1)[0] for q in query_chunks(n)]
+    out: dict = {}
+    for fname, spec in FILTERS.items():
+        times = []
+        for text in texts:
+            index.models.clear_queries()
+            times.append(_latency(index, hybrid_words(text), filters=spec)[0])
+        out[f"hybrid {fname} new question"] = times
+    return out
+
+
 def _ids_latency(index: Index, query: str, **kw) -> float:
     """`Index.rank`: the top 10 as row ids with scores and provenance, no chunk text read
     (what embedded Qdrant answers when asked for no payload)."""
@@ -251,6 +267,7 @@ def serve(path: Path, n: int, cache: Path, passes: int = PASSES) -> dict:
         {**query_mix(index, n, corpus, table, recall=i == 0), **ids_mix(index, n, corpus)}
         for i in range(passes)
     ]
+    timed += [new_question_mix(index, n, corpus) for _ in range(passes)]
     results: dict = {
         "open_s": open_s,
         "first_s": first_s,
