@@ -86,6 +86,32 @@ def test_a_search_of_warmed_terms_builds_nothing_and_answers_the_same(index: Ind
     assert answers == _cold_answers(index.path, queries)
 
 
+def test_filtered_searches_keep_the_weights_built_ahead(tmp_path: Path) -> None:
+    """A filter's chunk mask is remembered on the segment apart from the terms' weights: a
+    search with a filter not met before (each tag here) drops none of them (the mask cache
+    once shared their dict and emptied it past 64 entries: every new filter after open
+    threw away every weight `warm()` had built)."""
+    rng = np.random.default_rng(5)
+    with Index(tmp_path / "tags.db", embedder=None) as index:
+        docs = [
+            Document(f"d{i}", _words(rng, int(rng.integers(8, 40))), metadata={"tag": i % 90})
+            for i in range(3000)
+        ]
+        index.add(docs)
+        index.optimize()
+        index.warm(wait=True)
+        warmed = _facts(index)
+        assert len(warmed) > 64, "the test needs more weights built ahead than masks kept"
+        hits = [
+            index.search("w1 w2", top_k=5, mode="lexical", filters={"tag": t}) for t in range(80)
+        ]
+        assert all(hits) and all(
+            h.metadata["tag"] == t for t, found in enumerate(hits) for h in found
+        )
+        kept = _facts(index)
+        assert [key for key in warmed if kept.get(key) is not warmed[key]] == []
+
+
 def test_the_builder_reads_nothing_of_a_closed_index(tmp_path: Path, monkeypatch) -> None:
     """The builder works on the views' segments alone: an index closed while it runs (its
     connections gone) takes nothing from under it, and nothing is lost."""

@@ -40,7 +40,9 @@ class Segment:
     vector_epoch: int = 0  # which embedding (model) generation the vectors belong to
     name: str = ""  # a file segment's id in the manifest ("" in memory)
     ann: Any = field(default=None, compare=False)  # an approximate vector index, when built
-    cache: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)
+    cache: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)  # terms' weights
+    # Filters' chunk masks by filter key, apart from `cache`: bounding one must not empty the other.
+    masks: dict[Any, np.ndarray] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def n(self) -> int:

@@ -158,12 +158,13 @@ class Part:
         cache_key = ("filter", key)
         mask = self.cache.get(cache_key)
         if mask is None:
-            base = self.segment.cache.get(cache_key)
+            masks = self.segment.masks  # (the segment's own: shared by its parts)
+            base = masks.get(cache_key)
             if base is None:
                 base = self.segment.columns.evaluate(node)
-                if len(self.segment.cache) > 64:
-                    self.segment.cache.clear()
-                self.segment.cache[cache_key] = base
+                if len(masks) > 64:
+                    masks.clear()
+                masks[cache_key] = base
             mask = base if self.dead is None else base & ~self.dead
             if len(self.cache) > 64:
                 self.cache.clear()
