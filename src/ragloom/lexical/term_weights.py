@@ -43,11 +43,26 @@ def term_weights(
     return facts.docs, facts.weights
 
 
-def _remember(segment: Segment, key: tuple, value: Any) -> None:
-    """Keep `value` in the segment's cache, emptied first once it holds `CACHE_LIMIT`."""
-    if len(segment.cache) >= CACHE_LIMIT:
-        segment.cache.clear()
-    segment.cache[key] = value
+def _recall(segment: Segment, key: Any) -> Any:
+    """The segment's cached value for `key` (None if absent), moved to the recent end: the
+    cache's order is its entries' last use."""
+    cache = segment.cache
+    value = cache.pop(key, None)
+    if value is not None:
+        cache[key] = value
+    return value
+
+
+def _remember(segment: Segment, key: Any, value: Any) -> None:
+    """Keep `value` in the segment's cache; a full one (`CACHE_LIMIT` entries) first drops its
+    least recently used half, so the weights every query reads (a common term's, those
+    `warm()` built) outlive a stream of terms met once, and stale statistics' entries go."""
+    cache = segment.cache
+    if len(cache) >= CACHE_LIMIT:
+        held = list(cache)  # (oldest use first; a copy: another thread may write meanwhile)
+        for old in held[: len(held) // 2]:
+            cache.pop(old, None)
+    cache[key] = value
 
 
 def length_norms(segment: Segment, stats: Stats, params: BM25Params) -> np.ndarray:
@@ -56,13 +71,11 @@ def length_norms(segment: Segment, stats: Stats, params: BM25Params) -> np.ndarr
     posting instead of recomputing it. One array a segment is kept, for the latest average
     length and parameters (each write changes the average: none piles up)."""
     wanted = (params.k1, params.b, stats.avgdl)
-    held = segment.cache.get("norm")
+    held = _recall(segment, "norm")
     if held is None or held[0] != wanted:
         k1, b = params.k1, params.b
-        held = segment.cache["norm"] = (
-            wanted,
-            k1 * (1.0 - b + b * (segment.lengths / stats.avgdl)),
-        )
+        held = (wanted, k1 * (1.0 - b + b * (segment.lengths / stats.avgdl)))
+        _remember(segment, "norm", held)
     return held[1]
 
 
@@ -87,7 +100,7 @@ def term_facts(segment: Segment, stats: Stats, params: BM25Params, term: int) ->
     statistics: one look-up a term and segment per query. Built in one compiled pass over
     the postings when the kernels are loaded, else by numpy (the same bits)."""
     key = _key("facts", term, stats, params)
-    facts = segment.cache.get(key)
+    facts = _recall(segment, key)
     if facts is None:
         i = segment.term_index(int(term))
         lo, hi = (int(segment.ptr[i]), int(segment.ptr[i + 1])) if i >= 0 else (0, 0)
@@ -108,7 +121,7 @@ def weights_by_chunk(segment: Segment, stats: Stats, params: BM25Params, term: i
     and scoring listed chunks read them, so a query the windows answer never writes the
     segment's n floats (most of a very common term's first use after open at 1M)."""
     key = _key("by_chunk", term, stats, params)
-    weights = segment.cache.get(key)
+    weights = _recall(segment, key)
     if weights is None:
         facts = term_facts(segment, stats, params, term)
         weights = kernels.by_chunk(facts.docs, facts.weights, segment.n)
@@ -139,7 +152,7 @@ def known_facts(segment: Segment, stats: Stats, params: BM25Params, term: int) -
     of building all of them (a selective filter right after open), and the second use pays
     once for the whole weights every later query reads."""
     key = _key("facts", term, stats, params)
-    facts = segment.cache.get(key)
+    facts = _recall(segment, key)
     if facts is not None:
         return facts
     seen = ("seen", *key[1:])
