@@ -7,6 +7,7 @@ with the same N and lengths. Pure numeric code; the statistics come from the cal
 
 from __future__ import annotations
 
+from contextlib import suppress
 from dataclasses import dataclass
 from typing import Any
 
@@ -45,11 +46,13 @@ def term_weights(
 
 def _recall(segment: Segment, key: Any) -> Any:
     """The segment's cached value for `key` (None if absent), moved to the recent end: the
-    cache's order is its entries' last use."""
+    cache's order is its entries' last use. (Each step is one atomic call: an entry another
+    thread reads meanwhile is never seen missing.)"""
     cache = segment.cache
-    value = cache.pop(key, None)
+    value = cache.get(key)
     if value is not None:
-        cache[key] = value
+        with suppress(KeyError):  # (dropped by another thread in between)
+            cache.move_to_end(key)
     return value
 
 
@@ -59,9 +62,9 @@ def _remember(segment: Segment, key: Any, value: Any) -> None:
     `warm()` built) outlive a stream of terms met once, and stale statistics' entries go."""
     cache = segment.cache
     if len(cache) >= CACHE_LIMIT:
-        held = list(cache)  # (oldest use first; a copy: another thread may write meanwhile)
-        for old in held[: len(held) // 2]:
-            cache.pop(old, None)
+        for _ in range(len(cache) // 2):
+            with suppress(KeyError):  # (emptied by another thread meanwhile)
+                cache.popitem(last=False)  # the least recently used
     cache[key] = value
 
 

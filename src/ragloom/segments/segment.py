@@ -10,6 +10,7 @@ weight grows with tf and shrinks with length), so top-k search can skip whole bl
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -40,7 +41,8 @@ class Segment:
     vector_epoch: int = 0  # which embedding (model) generation the vectors belong to
     name: str = ""  # a file segment's id in the manifest ("" in memory)
     ann: Any = field(default=None, compare=False)  # an approximate vector index, when built
-    cache: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)  # terms' weights
+    # Terms' weights, least recently used first (`ragloom.lexical.term_weights`).
+    cache: OrderedDict[Any, Any] = field(default_factory=OrderedDict, compare=False, repr=False)
     # Filters' chunk masks by filter key, apart from `cache`: bounding one must not empty the other.
     masks: dict[Any, np.ndarray] = field(default_factory=dict, compare=False, repr=False)
 
