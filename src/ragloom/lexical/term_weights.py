@@ -62,8 +62,8 @@ def _remember(segment: Segment, key: Any, value: Any) -> None:
     `warm()` built) outlive a stream of terms met once, and stale statistics' entries go."""
     cache = segment.cache
     if len(cache) >= CACHE_LIMIT:
-        for _ in range(len(cache) // 2):
-            with suppress(KeyError):  # (emptied by another thread meanwhile)
+        with suppress(KeyError):  # (emptied by another thread meanwhile)
+            for _ in range(len(cache) // 2):
                 cache.popitem(last=False)  # the least recently used
     cache[key] = value
 

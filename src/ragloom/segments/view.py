@@ -20,6 +20,16 @@ from ragloom.filters import FilterNode
 from ragloom.segments.segment import Segment
 
 _NO_DOCS = np.zeros(0, np.int64)
+KEPT = 64  # masks and counts a part (and filter masks a segment) remembers before starting afresh
+
+
+def _keep(cache: dict[Any, Any], key: Any, value: Any) -> Any:
+    """Remember `value` under `key` in `cache`, emptied first once it holds over `KEPT`
+    entries (a filter's mask or counts: cheap to compute again); returns `value`."""
+    if len(cache) > KEPT:
+        cache.clear()
+    cache[key] = value
+    return value
 
 
 def unique_sorted(values: np.ndarray) -> np.ndarray:
@@ -81,9 +91,7 @@ class Part:
         key = ("allowed", id(mask))
         remembered = self.cache.get(key)
         if remembered is None or remembered[0] is not mask:
-            if len(self.cache) > 64:
-                self.cache.clear()
-            remembered = self.cache[key] = (mask, int(np.count_nonzero(mask)))
+            remembered = _keep(self.cache, key, (mask, int(np.count_nonzero(mask))))
         return remembered[1]
 
     def listed(self, mask: np.ndarray) -> np.ndarray:
@@ -96,9 +104,7 @@ class Part:
             return remembered[1]
         docs = np.flatnonzero(mask)
         if len(docs) < self.segment.n // 4:
-            if len(self.cache) > 64:
-                self.cache.clear()
-            self.cache[key] = (mask, docs)
+            _keep(self.cache, key, (mask, docs))
         return docs
 
     def deleting(self, docs: np.ndarray) -> Part:
@@ -161,14 +167,8 @@ class Part:
             masks = self.segment.masks  # (the segment's own: shared by its parts)
             base = masks.get(cache_key)
             if base is None:
-                base = self.segment.columns.evaluate(node)
-                if len(masks) > 64:
-                    masks.clear()
-                masks[cache_key] = base
-            mask = base if self.dead is None else base & ~self.dead
-            if len(self.cache) > 64:
-                self.cache.clear()
-            self.cache[cache_key] = mask
+                base = _keep(masks, cache_key, self.segment.columns.evaluate(node))
+            mask = _keep(self.cache, cache_key, base if self.dead is None else base & ~self.dead)
         return mask
 
     def vector(self, doc: int, epoch: int) -> np.ndarray | None:
