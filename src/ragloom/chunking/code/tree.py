@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from bisect import bisect_right
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -68,7 +68,7 @@ class Node:
     expand: Callable[[], list[Node]] | None = None
     kind: str | None = None
     name: str | None = None
-    _children: list[Node] | None = None
+    _children: list[Node] | None = field(default=None, init=False, repr=False)
 
     @property
     def children(self) -> list[Node]:
