@@ -23,10 +23,10 @@ _NO_DOCS = np.zeros(0, np.int64)
 KEPT = 64  # masks and counts a part (and filter masks a segment) remembers before starting afresh
 
 
-def _keep(cache: dict[Any, Any], key: Any, value: Any) -> Any:
-    """Remember `value` under `key` in `cache`, emptied first once it holds over `KEPT`
-    entries (a filter's mask or counts: cheap to compute again); returns `value`."""
-    if len(cache) > KEPT:
+def _keep(cache: dict[Any, Any], key: Any, value: Any, limit: int = KEPT) -> Any:
+    """Remember `value` under `key` in `cache`, emptied first once it holds over `limit`
+    entries (masks and counts: cheap to compute again); returns `value`."""
+    if len(cache) > limit:
         cache.clear()
     cache[key] = value
     return value
@@ -220,9 +220,7 @@ class CollectionView:
         key = ("df", term)
         found = self.cache.get(key)
         if found is None:
-            if len(self.cache) > 200_000:
-                self.cache.clear()
-            found = self.cache[key] = sum(p.df(term) for p in self.parts)
+            found = _keep(self.cache, key, sum(p.df(term) for p in self.parts), 200_000)
         return found
 
     @cached_property
